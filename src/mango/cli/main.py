@@ -1,0 +1,57 @@
+"""Entry point of the `mango` command.
+
+Sub-command groups are registered here and defined in their own modules; those modules
+import heavy dependencies (rclpy, mujoco, openai) inside the commands so that
+`mango --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="mango",
+    help="Run and test VLA-enabled Franka robots with fine-grained oracles.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+# (module, group name or None for top-level commands registered by the module itself)
+_GROUPS: list[tuple[str, str | None]] = [
+    ("mango.cli.doctor", None),
+    ("mango.cli.oracle", "oracle"),
+    ("mango.cli.sim", "sim"),
+    ("mango.cli.generate", "generate"),
+    ("mango.cli.llm", "llm"),
+    ("mango.cli.bags", None),
+    ("mango.cli.bringup", None),
+    ("mango.cli.policy", "policy"),
+]
+
+
+def _register() -> None:
+    for module_name, group in _GROUPS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue  # group not part of this build
+            raise
+        if group is None:
+            module.register(app)
+        else:
+            app.add_typer(module.app, name=group)
+
+
+_register()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
