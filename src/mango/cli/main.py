@@ -19,6 +19,13 @@ app = typer.Typer(
     add_completion=False,
 )
 
+
+
+@app.callback()
+def _root() -> None:
+    """Run and test VLA-enabled Franka robots with fine-grained oracles."""
+
+
 # (module, group name or None for top-level commands registered by the module itself)
 _GROUPS: list[tuple[str, str | None]] = [
     ("mango.cli.doctor", None),

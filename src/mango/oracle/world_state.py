@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from mango.errors import InputError, from_validation_error
 
 EntityKind = Literal["object", "region", "surface", "fixture", "joint", "device", "robot"]
-ENTITY_KINDS: tuple[str, ...] = ("object", "region", "surface", "fixture", "joint", "device", "robot")
+ENTITY_KINDS: tuple[str, ...] = EntityKind.__args__
 ROBOT_PARTS: tuple[str, ...] = (
     "robot_gripper",
     "robot_left_finger",
@@ -70,7 +70,8 @@ class JointState(_Model):
     q: Finite
     q_open: Finite
     q_closed: Finite
-    closed_frac: Finite | None = None
+    closed_frac: Finite | None = None  # close(j) when u <= this (default 0.05)
+    open_frac: Finite | None = None  # open(j) when u >= this (default 1, per the spec)
 
     @field_validator("q_closed")
     @classmethod
@@ -133,6 +134,14 @@ def parse_world_state(
 
 def iter_trace_lines(lines: Iterable[str], file: str | None = None) -> Iterator[WorldState]:
     """Parse JSON Lines world states; blank lines are skipped; time must not go backwards."""
+    for _, state in iter_trace_records(lines, file=file):
+        yield state
+
+
+def iter_trace_records(
+    lines: Iterable[str], file: str | None = None
+) -> Iterator[tuple[int, WorldState]]:
+    """Like `iter_trace_lines`, with each state's 1-based line number (for error messages)."""
     last_t = -math.inf
     for lineno, text in enumerate(lines, start=1):
         if not text.strip():
@@ -149,7 +158,7 @@ def iter_trace_lines(lines: Iterable[str], file: str | None = None) -> Iterator[
                 f"time goes backwards ({state.t} after {last_t})", file=file, line=lineno, field="t"
             )
         last_t = state.t
-        yield state
+        yield lineno, state
 
 
 def read_trace(path: str | Path) -> list[WorldState]:

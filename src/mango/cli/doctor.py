@@ -1,0 +1,34 @@
+"""`mango doctor`: is this environment able to run the stack?"""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)
+
+
+def doctor() -> None:
+    """Check Python, rclpy, the RMW, the project's interfaces and a DDS round trip."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from mango.doctor import run_checks
+
+    console = Console()
+    results = run_checks()
+    table = Table(title="mango doctor")
+    table.add_column("check")
+    table.add_column("status")
+    table.add_column("detail", overflow="fold")
+    style = {"ok": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
+    for r in results:
+        table.add_row(r.name, f"[{style[r.status]}]{r.status}[/]", r.detail)
+    console.print(table)
+    failed = [r for r in results if r.status == "fail"]
+    if failed:
+        err = Console(stderr=True)
+        for r in failed:
+            err.print(f"[bold red]broken:[/] {r.name}: {r.detail}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
