@@ -1,0 +1,90 @@
+"""Record topics to a rosbag2 MCAP bag (see `mango.bags`), as CDR bytes straight from DDS.
+
+Parameters: `output` (bag directory), `topics` (names; empty = every topic seen),
+`discovery_period` (s). Topics appearing later are picked up; each subscription copies the
+publishers' reliability and durability so latched topics (verdict history) are recorded too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rclpy.node import Node
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+)
+
+from mango.bags import BagWriter
+from mango.nodes.common import run_node
+from mango.ros.introspection import message_class
+
+# Graph-internal topics nobody replays.
+_SKIP = {"/rosout", "/parameter_events"}
+
+
+class BagRecorder(Node):
+    def __init__(self, output: str | None = None, topics: list[str] | None = None) -> None:
+        super().__init__("bag_recorder")
+        self.declare_parameter("output", output or "")
+        self.declare_parameter("topics", topics or [""])
+        self.declare_parameter("discovery_period", 0.25)
+        out = self.get_parameter("output").value
+        if not out:
+            raise ValueError("parameter 'output' (bag directory) is required")
+        self._wanted = {t for t in self.get_parameter("topics").value if t}
+        self.writer = BagWriter(Path(out))
+        self._subs: dict[str, object] = {}
+        self._discover()
+        self.create_timer(float(self.get_parameter("discovery_period").value), self._discover)
+        self.create_timer(0.2, self.writer.flush)
+        self.get_logger().info(
+            f"recording {sorted(self._wanted) or 'all topics'} to {out}")
+
+    def _discover(self) -> None:
+        for topic, types in self.get_topic_names_and_types():
+            if topic in self._subs or topic in _SKIP or not types:
+                continue
+            if self._wanted and topic not in self._wanted:
+                continue
+            self._subscribe(topic, types[0])
+
+    def _subscribe(self, topic: str, msgtype: str) -> None:
+        infos = self.get_publishers_info_by_topic(topic)
+        if not infos:
+            return
+        reliable = all(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE for i in infos)
+        latched = all(i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for i in infos)
+        qos = QoSProfile(
+            history=HistoryPolicy.KEEP_LAST,
+            depth=1000,
+            reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
+        )
+        offered = [{
+            "history": "keep_last", "depth": i.qos_profile.depth,
+            "reliability": i.qos_profile.reliability.name.lower(),
+            "durability": i.qos_profile.durability.name.lower(),
+        } for i in infos]
+        self.writer.add_topic(topic, msgtype, offered)
+        self._subs[topic] = self.create_subscription(
+            message_class(msgtype), topic, lambda data, t=topic: self._on_message(t, data),
+            qos, raw=True)
+        self.get_logger().info(f"recording {topic} [{msgtype}]")
+
+    def _on_message(self, topic: str, data: bytes) -> None:
+        self.writer.write(topic, data, self.get_clock().now().nanoseconds)
+
+    def destroy_node(self) -> None:
+        self.writer.close()
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> None:
+    run_node(BagRecorder, args, threads=1)
+
+
+if __name__ == "__main__":
+    main()

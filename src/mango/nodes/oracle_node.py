@@ -1,0 +1,235 @@
+"""Oracle node: judges the live world state against a fine-grained oracle.
+
+Subscribes `WorldState`; publishes a `StepVerdict` on every status change
+(`/oracle/step_verdicts`, reliable + transient-local so late joiners and recorders get the
+history), a `TaskVerdict` (`/oracle/task_verdict`) when the task passes or on `~/finish`, and
+rviz markers (`/oracle/markers`). Services: `~/load_oracle`, `~/reset`, `~/finish`.
+Parameters: `oracle_file`, `functions_file`, `hold`, `world_state_topic`, `marker_rate`
+(Hz, 0 = off), and the standard `use_sim_time`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from mango_ros.msg import StepVerdict, TaskVerdict
+from mango_ros.msg import WorldState as WorldStateMsg
+from mango_ros.srv import LoadOracle
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from std_srvs.srv import Trigger
+from visualization_msgs.msg import MarkerArray
+
+from mango.errors import InputError
+from mango.nodes.common import latched_qos, run_node
+from mango.oracle import (
+    EvaluationError,
+    FunctionLibrary,
+    StepTracker,
+    TrackerEvent,
+    WorldState,
+    load_oracle,
+    static_check,
+)
+from mango.ros.markers import oracle_markers
+from mango.ros.verdict_msg import plain_step_verdict, step_verdict, task_verdict
+from mango.ros.world_state_msg import msg_to_state
+
+
+class OracleNode(Node):
+    def __init__(self) -> None:
+        super().__init__("oracle_node")
+        self.declare_parameter("oracle_file", "")
+        self.declare_parameter("functions_file", "")
+        self.declare_parameter("hold", 1)
+        self.declare_parameter("world_state_topic", "/world_state")
+        self.declare_parameter("marker_rate", 5.0)
+
+        functions = self.get_parameter("functions_file").value
+        self.library = FunctionLibrary.load(functions) if functions else FunctionLibrary.default()
+        self.hold = int(self.get_parameter("hold").value)
+        self.tracker: StepTracker | None = None
+        self.instruction = ""
+        self.last_state: WorldState | None = None
+        self._task_published = False
+        self._warned_no_oracle = False
+        self._eval_errors: set[str] = set()
+        self._markers_dirty = False
+        self._markers_t = 0.0
+
+        self.step_pub = self.create_publisher(
+            StepVerdict, "oracle/step_verdicts", latched_qos(1000))
+        self.task_pub = self.create_publisher(
+            TaskVerdict, "oracle/task_verdict", latched_qos(10))
+        self.marker_pub = self.create_publisher(MarkerArray, "oracle/markers", 10)
+        topic = self.get_parameter("world_state_topic").value
+        self.create_subscription(
+            WorldStateMsg, topic, self._on_state,
+            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        self.create_service(LoadOracle, "~/load_oracle", self._on_load)
+        self.create_service(Trigger, "~/reset", self._on_reset)
+        self.create_service(Trigger, "~/finish", self._on_finish)
+        rate = float(self.get_parameter("marker_rate").value)
+        if rate > 0:
+            self.create_timer(1.0 / rate, self._publish_markers)
+
+        path = self.get_parameter("oracle_file").value
+        if path:
+            ok, message, problems = self.load(path)
+            if not ok:
+                raise InputError(f"{message}: " + "; ".join(problems), file=path)
+        self.get_logger().info(f"listening on {topic}")
+
+    # ------------------------------------------------------------------ oracle lifecycle
+
+    def load(self, source: str | dict) -> tuple[bool, str, list[str]]:
+        """Check and load an oracle; a broken one is refused and the old one stays."""
+        try:
+            oracle = load_oracle(Path(source) if isinstance(source, str) and not
+                                 source.lstrip().startswith("{") else source)
+        except InputError as exc:
+            return False, "oracle not loaded", [str(exc)]
+        problems = static_check(oracle, self.library, sample_state=self.last_state)
+        if problems:
+            return False, f"oracle not loaded: {len(problems)} problem(s)", [
+                str(p) for p in problems]
+        try:
+            tracker = StepTracker(oracle, self.library, hold=self.hold)
+        except (InputError, ValueError) as exc:
+            return False, "oracle not loaded", [str(exc)]
+        self.tracker = tracker
+        self.instruction = oracle.instruction
+        self._start_episode()
+        n = len(tracker.entries)
+        self.get_logger().info(f"loaded oracle '{self.instruction}' ({n} actions)")
+        return True, f"loaded {n} actions", []
+
+    def _start_episode(self) -> None:
+        assert self.tracker is not None
+        self.tracker.reset()
+        self._task_published = False
+        self._eval_errors.clear()
+        t = self.last_state.t if self.last_state is not None else None
+        for e in self.tracker.entries:
+            self.step_pub.publish(plain_step_verdict(t, e.path, e.action.action_id, "pending"))
+        self._markers_dirty = True
+
+    # ------------------------------------------------------------------ callbacks
+
+    def _on_state(self, msg: WorldStateMsg) -> None:
+        state = msg_to_state(msg)
+        self.last_state = state
+        self._markers_dirty = True
+        tracker = self.tracker
+        if tracker is None:
+            if not self._warned_no_oracle:
+                self.get_logger().warn("world state received but no oracle loaded")
+                self._warned_no_oracle = True
+            return
+        if self._task_published:
+            return
+        try:
+            events = tracker.update(state)
+        except (EvaluationError, InputError) as exc:
+            text = str(exc)
+            if text not in self._eval_errors:  # log each distinct problem once
+                self._eval_errors.add(text)
+                self.get_logger().error(text)
+            return
+        if events:
+            self._publish_events(events)
+        if tracker.done:
+            self._publish_task()
+
+    def _publish_events(self, events: list[TrackerEvent]) -> None:
+        assert self.tracker is not None
+        statuses = self.tracker.statuses
+        completed = {s.path: s.completed_t for s in self.tracker.report().steps}
+        for ev in events:
+            status = statuses[ev.path]
+            self.step_pub.publish(step_verdict(ev, status, completed.get(ev.path)))
+            log = self.get_logger()
+            line = f"t={ev.t:.2f} step {ev.path} {ev.action_id}: {ev.kind}"
+            if ev.kind in ("out_of_order", "regression"):
+                log.warn(f"{line} ({ev.detail})")
+            else:
+                log.info(line)
+
+    def _publish_task(self) -> None:
+        assert self.tracker is not None
+        report = self.tracker.finish() if not self.tracker.done else self.tracker.report()
+        if report.verdict == "fail":
+            for s in report.steps:
+                if s.status == "incomplete":
+                    self.step_pub.publish(plain_step_verdict(
+                        report.t_end, s.path, s.action_id, "incomplete",
+                        detail="failed here" if s.path == report.failed_step else ""))
+        self.task_pub.publish(task_verdict(report, self.instruction))
+        self._task_published = True
+        self._markers_dirty = True
+        where = f" at step {report.failed_step}" if report.failed_step else ""
+        self.get_logger().info(f"task verdict: {report.verdict}{where}")
+
+    def _on_load(self, request: LoadOracle.Request,
+                 response: LoadOracle.Response) -> LoadOracle.Response:
+        source = request.oracle_json.strip() or request.oracle_path.strip()
+        if not source:
+            response.success, response.message = False, "give oracle_json or oracle_path"
+            return response
+        if source.startswith("{"):
+            try:
+                parsed: str | dict = json.loads(source)
+            except json.JSONDecodeError as exc:
+                response.success = False
+                response.message = "oracle not loaded"
+                response.problems = [f"oracle_json: line {exc.lineno}, column {exc.colno}: "
+                                     f"{exc.msg}"]
+                return response
+        else:
+            parsed = source
+        ok, message, problems = self.load(parsed)
+        response.success, response.message, response.problems = ok, message, problems
+        response.num_actions = len(self.tracker.entries) if ok and self.tracker else 0
+        if not ok:
+            self.get_logger().warn(f"{message}: {'; '.join(problems)}")
+        return response
+
+    def _on_reset(self, _req: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        if self.tracker is None:
+            response.success, response.message = False, "no oracle loaded"
+            return response
+        self._start_episode()
+        response.success, response.message = True, "tracking restarted"
+        return response
+
+    def _on_finish(self, _req: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        if self.tracker is None:
+            response.success, response.message = False, "no oracle loaded"
+            return response
+        if not self._task_published:
+            self._publish_task()
+        report = self.tracker.report()
+        response.success = True
+        response.message = report.verdict + (
+            f" (failed_step {report.failed_step})" if report.failed_step else "")
+        return response
+
+    def _publish_markers(self) -> None:
+        # On change, and at least once a second so a late rviz sees the scene.
+        now = time.monotonic()
+        if self.last_state is None or (not self._markers_dirty and now - self._markers_t < 1.0):
+            return
+        self._markers_dirty = False
+        self._markers_t = now
+        report = self.tracker.report() if self.tracker is not None else None
+        self.marker_pub.publish(oracle_markers(self.last_state, self.tracker, report))
+
+
+def main(args: list[str] | None = None) -> None:
+    run_node(OracleNode, args)
+
+
+if __name__ == "__main__":
+    main()

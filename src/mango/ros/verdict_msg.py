@@ -1,0 +1,65 @@
+"""Tracker events and reports <-> `StepVerdict` / `TaskVerdict` messages."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from mango_ros.msg import OracleEvent, StepVerdict, TaskVerdict
+from std_msgs.msg import Header
+
+from mango.oracle.tracker import Report, TrackerEvent
+from mango.ros.world_state_msg import WORLD_FRAME, stamp_from_seconds
+
+
+def _header(t: float | None, frame_id: str = WORLD_FRAME) -> Header:
+    h = Header(frame_id=frame_id)
+    if t is not None:
+        h.stamp.sec, h.stamp.nanosec = stamp_from_seconds(t)
+    return h
+
+
+def step_verdict(event: TrackerEvent, status: str, completed_t: float | None) -> StepVerdict:
+    """The message for one tracker event; `status` is the step's status after it."""
+    return StepVerdict(
+        header=_header(event.t),
+        path=event.path,
+        action_id=event.action_id,
+        status=status,
+        event=event.kind if event.kind in ("out_of_order", "regression") else "",
+        completed_t=math.nan if completed_t is None else completed_t,
+        detail=event.detail,
+    )
+
+
+def plain_step_verdict(t: float | None, path: str, action_id: str, status: str,
+                       completed_t: float | None = None, detail: str = "") -> StepVerdict:
+    """A status message not caused by an event (plan announced, step left incomplete)."""
+    return StepVerdict(
+        header=_header(t), path=path, action_id=action_id, status=status, event="",
+        completed_t=math.nan if completed_t is None else completed_t, detail=detail)
+
+
+def task_verdict(report: Report, instruction: str) -> TaskVerdict:
+    """The `TaskVerdict` of a report; `report_json` is exactly `mango oracle check --json`."""
+    data = report.to_json()
+    return TaskVerdict(
+        header=_header(report.t_end),
+        instruction=instruction,
+        verdict=report.verdict,
+        failed_step=report.failed_step or "",
+        steps=[
+            plain_step_verdict(s.completed_t if s.completed_t is not None else report.t_end,
+                               s.path, s.action_id, s.status, s.completed_t)
+            for s in report.steps
+        ],
+        events=[OracleEvent(t=e.t, kind=e.kind, path=e.path, detail=e.detail)
+                for e in report.events],
+        report_json=json.dumps(data),
+    )
+
+
+def report_from_task_verdict(msg: TaskVerdict) -> dict[str, Any]:
+    """The spec §6 report a `TaskVerdict` carries."""
+    return json.loads(msg.report_json)

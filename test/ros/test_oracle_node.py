@@ -1,0 +1,155 @@
+"""The oracle node on the ROS graph gives the same verdicts as `mango oracle check`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mango_ros.msg import StepVerdict, TaskVerdict
+from mango_ros.srv import LoadOracle
+from rclpy.node import Node
+from std_srvs.srv import Trigger
+from support.ros import Processes, call_service, wait_for
+from visualization_msgs.msg import MarkerArray
+
+from mango.nodes.common import latched_qos
+from mango.oracle import check_trace, read_trace
+
+REPO = Path(__file__).resolve().parents[2]
+ORACLES = REPO / "config" / "oracles"
+TRACES = REPO / "test" / "data" / "oracle" / "libero"
+
+CASES = [
+    ("soup_sauce_basket", "soup_sauce_basket_pass"),
+    ("soup_sauce_basket", "soup_sauce_basket_fail_mid"),
+    ("soup_sauce_basket", "soup_sauce_basket_regression"),
+    ("bowl_drawer", "bowl_drawer_out_of_order"),
+    ("stove_moka", "stove_moka_fail_late"),
+]
+
+
+class Listener:
+    """Collects what the oracle node publishes under a namespace."""
+
+    def __init__(self, node: Node, ns: str) -> None:
+        self.steps: list[StepVerdict] = []
+        self.tasks: list[TaskVerdict] = []
+        self.markers: list[MarkerArray] = []
+        node.create_subscription(StepVerdict, f"{ns}/oracle/step_verdicts", self.steps.append,
+                                 latched_qos(1000))
+        node.create_subscription(TaskVerdict, f"{ns}/oracle/task_verdict", self.tasks.append,
+                                 latched_qos(10))
+        node.create_subscription(MarkerArray, f"{ns}/oracle/markers", self.markers.append, 10)
+
+
+def _start_oracle(processes: Processes, ns: str, oracle: Path | None) -> None:
+    args = ["-r", f"__ns:={ns}", "-p", f"world_state_topic:={ns}/world_state",
+            "-p", "marker_rate:=20.0"]
+    if oracle is not None:
+        args += ["-p", f"oracle_file:={oracle}"]
+    processes.start("oracle_node", "mango.nodes.oracle_node", *args)
+
+
+def _play(processes: Processes, ns: str, trace: Path, scale: float = 20.0) -> None:
+    proc = processes.start("player", "mango.nodes.trace_player", "-r", f"__ns:={ns}",
+                           "-p", f"trace_file:={trace}", "-p", f"topic:={ns}/world_state",
+                           "-p", f"rate_scale:={scale}", "-p", "wait_for_subscribers:=1")
+    assert proc.wait(timeout=60) == 0, processes.log("player")
+
+
+@pytest.mark.parametrize(("task", "trace_name"), CASES)
+def test_live_verdicts_equal_oracle_check(
+    ros_node: Node, processes: Processes, namespace: str, task: str, trace_name: str
+) -> None:
+    oracle = ORACLES / f"libero10_{task}.json"
+    trace = TRACES / f"{trace_name}.jsonl"
+    expected = check_trace(oracle, read_trace(trace)).to_json()
+
+    listener = Listener(ros_node, namespace)
+    _start_oracle(processes, namespace, oracle)
+    _play(processes, namespace, trace)
+    reply = call_service(ros_node, Trigger, f"{namespace}/oracle_node/finish", Trigger.Request())
+    assert reply.success, reply.message
+    task_msg = wait_for(lambda: listener.tasks and listener.tasks[-1], what="task verdict")
+
+    report = json.loads(task_msg.report_json)
+    assert report == expected
+    assert task_msg.verdict == expected["verdict"]
+    assert task_msg.failed_step == (expected["failed_step"] or "")
+    # The stream of step verdicts says the same: completions and their times, and events.
+    completed = {m.path: m.completed_t for m in listener.steps if m.status == "completed"}
+    assert completed == {s["path"]: s["completed_t"] for s in expected["steps"]
+                         if s["status"] == "completed"}
+    events = [(m.event, m.path) for m in listener.steps if m.event]
+    assert events == [(e["kind"], e["path"]) for e in expected["events"]]
+    markers = wait_for(
+        lambda: next((m for m in reversed(listener.markers)
+                      if f"| {expected['verdict']}" in m.markers[-1].text), None),
+        what="markers showing the verdict")
+    boxes = {m.text.split("\n")[0] for m in markers.markers if m.ns == "oracle_labels"}
+    assert boxes, "no per-object labels"
+
+
+def test_passing_task_publishes_verdict_without_finish(
+    ros_node: Node, processes: Processes, namespace: str
+) -> None:
+    listener = Listener(ros_node, namespace)
+    _start_oracle(processes, namespace, ORACLES / "libero10_stove_moka.json")
+    _play(processes, namespace, TRACES / "stove_moka_pass.jsonl")
+    task_msg = wait_for(lambda: listener.tasks and listener.tasks[-1], what="task verdict")
+    assert task_msg.verdict == "pass" and task_msg.failed_step == ""
+
+
+def test_broken_oracle_is_refused_and_old_one_kept(
+    ros_node: Node, processes: Processes, namespace: str
+) -> None:
+    good = ORACLES / "libero10_stove_moka.json"
+    _start_oracle(processes, namespace, good)
+    service = f"{namespace}/oracle_node/load_oracle"
+
+    broken = json.loads(good.read_text())
+    broken["plan"][0]["actions"][0]["monitoring"][0]["handle_as"] = "turnon(flat_stove_1,"
+    reply = call_service(ros_node, LoadOracle, service,
+                         LoadOracle.Request(oracle_json=json.dumps(broken)))
+    assert not reply.success
+    assert reply.problems and "parse_error" in reply.problems[0]
+
+    unknown = json.loads(good.read_text())
+    unknown["plan"][0]["actions"][0]["monitoring"][0]["handle_as"] = "levitating(flat_stove_1)"
+    reply = call_service(ros_node, LoadOracle, service,
+                         LoadOracle.Request(oracle_json=json.dumps(unknown)))
+    assert not reply.success and "unknown_predicate" in reply.problems[0]
+
+    reply = call_service(ros_node, LoadOracle, service,
+                         LoadOracle.Request(oracle_path="/no/such/oracle.json"))
+    assert not reply.success and "/no/such/oracle.json" in reply.problems[0]
+
+    # The old oracle still judges: the stove trace passes under it.
+    listener = Listener(ros_node, namespace)
+    _play(processes, namespace, TRACES / "stove_moka_pass.jsonl")
+    task_msg = wait_for(lambda: listener.tasks and listener.tasks[-1], what="task verdict")
+    assert task_msg.verdict == "pass"
+    assert "moka" in task_msg.instruction
+
+    # An oracle naming entities the observed world lacks is refused (grounded on the last state)
+    reply = call_service(ros_node, LoadOracle, service,
+                         LoadOracle.Request(oracle_path=str(ORACLES / "libero10_bowl_drawer.json")))
+    assert not reply.success and "ungrounded" in reply.problems[0]
+    reply = call_service(ros_node, LoadOracle, service, LoadOracle.Request(oracle_path=str(good)))
+    assert reply.success and reply.num_actions == 4
+
+
+def test_late_joiner_receives_verdict_history(
+    ros_node: Node, processes: Processes, namespace: str
+) -> None:
+    _start_oracle(processes, namespace, ORACLES / "libero10_soup_sauce_basket.json")
+    early = Listener(ros_node, namespace)
+    _play(processes, namespace, TRACES / "soup_sauce_basket_pass.jsonl")
+    wait_for(lambda: early.tasks, what="task verdict")
+    # Subscribe only now: transient-local QoS delivers the whole history.
+    late = Listener(ros_node, namespace)
+    wait_for(lambda: len(late.steps) >= len(early.steps) and late.tasks, what="history")
+    assert [(m.path, m.status, m.event) for m in late.steps] == [
+        (m.path, m.status, m.event) for m in early.steps]
+    assert late.tasks[-1].verdict == "pass"

@@ -1,0 +1,1 @@
+"""Helpers shared by tests (on sys.path through pytest `pythonpath`)."""
