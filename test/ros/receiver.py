@@ -7,9 +7,9 @@ import sys
 import time
 
 import rclpy
-from mango_ros.msg import WorldState
 
 from mango.ros.world_state_msg import msg_to_record
+from mango_ros.msg import WorldState
 
 
 def main(topic: str, count: int, out: str, timeout: float) -> int:

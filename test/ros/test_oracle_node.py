@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from mango_ros.msg import StepVerdict, TaskVerdict
-from mango_ros.srv import LoadOracle
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 from support.ros import Processes, call_service, wait_for
@@ -15,6 +13,8 @@ from visualization_msgs.msg import MarkerArray
 
 from mango.nodes.common import latched_qos
 from mango.oracle import check_trace, read_trace
+from mango_ros.msg import StepVerdict, TaskVerdict
+from mango_ros.srv import LoadOracle
 
 REPO = Path(__file__).resolve().parents[2]
 ORACLES = REPO / "config" / "oracles"

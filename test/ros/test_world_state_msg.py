@@ -7,7 +7,6 @@ import math
 from pathlib import Path
 
 import pytest
-from mango_ros.msg import WorldState
 from rclpy.serialization import deserialize_message, serialize_message
 
 from mango.errors import InputError
@@ -18,6 +17,7 @@ from mango.ros.world_state_msg import (
     seconds_from_stamp,
     stamp_from_seconds,
 )
+from mango_ros.msg import WorldState
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ros"
 

@@ -86,8 +86,9 @@ class BagReader:
                             yield BagMessage(topic, msgtype, record.log_time, record.data)
             except (McapError, EOFError, ValueError, KeyError, struct.error) as exc:
                 self.truncated = True
-                log.warning("%s ends early (%s): the recorder probably died; "
-                            "messages before that point were read", file, exc)
+                log.warning("%s ends early (%s: %s): the recorder probably died; "
+                            "messages before that point were read", file,
+                            type(exc).__name__, exc)
 
     def topics(self) -> dict[str, tuple[str, int]]:
         """topic -> (type, message count), by reading the whole bag."""

@@ -21,6 +21,27 @@ from mango.bags.types import BagTypes, default_types
 ROS_DISTRO = "kilted"
 
 
+_QOS_DEFAULTS: dict[str, Any] = {
+    "history": "keep_last",
+    "depth": 10,
+    "reliability": "reliable",
+    "durability": "volatile",
+    "deadline": {"sec": 0, "nsec": 0},  # 0 = the RMW's default (infinite)
+    "lifespan": {"sec": 0, "nsec": 0},
+    "liveliness": "automatic",
+    "liveliness_lease_duration": {"sec": 0, "nsec": 0},
+    "avoid_ros_namespace_conventions": False,
+}
+
+
+def qos_profile(**given: Any) -> dict[str, Any]:
+    """A complete metadata-v9 QoS entry (readers such as rosbags require every key)."""
+    unknown = set(given) - set(_QOS_DEFAULTS)
+    if unknown:
+        raise ValueError(f"unknown QoS keys: {sorted(unknown)}")
+    return {**_QOS_DEFAULTS, **given}
+
+
 @dataclass
 class _Topic:
     name: str
@@ -75,7 +96,7 @@ class BagWriter:
         if msgtype not in self._schemas:
             self._schemas[msgtype] = self._mcap.register_schema(
                 name=msgtype, encoding="ros2msg", data=self.types.msgdef(msgtype).encode())
-        qos = qos or []
+        qos = [qos_profile(**q) for q in qos or []]
         channel = self._mcap.register_channel(
             topic=topic, message_encoding="cdr", schema_id=self._schemas[msgtype],
             metadata={"offered_qos_profiles": yaml.safe_dump(qos) if qos else ""})

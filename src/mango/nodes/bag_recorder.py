@@ -64,7 +64,7 @@ class BagRecorder(Node):
             durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
         )
         offered = [{
-            "history": "keep_last", "depth": i.qos_profile.depth,
+            "depth": i.qos_profile.depth,
             "reliability": i.qos_profile.reliability.name.lower(),
             "durability": i.qos_profile.durability.name.lower(),
         } for i in infos]

@@ -38,11 +38,12 @@ def _emit(obj: dict[str, Any]) -> None:
 
 
 def probe_import() -> dict[str, Any]:
+    import rclpy
+    from rclpy.serialization import serialize_message
+
     import mango_ros.action as actions
     import mango_ros.msg as msgs
     import mango_ros.srv as srvs
-    import rclpy
-    from rclpy.serialization import serialize_message
 
     rclpy.init()
     try:
@@ -70,6 +71,7 @@ def _node(name: str):
 
 def probe_echo(topic_in: str, topic_out: str, timeout: float) -> dict[str, Any]:
     import rclpy
+
     from mango_ros.msg import WorldState
 
     node = _node("mango_doctor_echo")
@@ -91,9 +93,9 @@ def probe_echo(topic_in: str, topic_out: str, timeout: float) -> dict[str, Any]:
 
 def probe_ping(topic_out: str, topic_in: str, timeout: float) -> dict[str, Any]:
     import rclpy
-    from mango_ros.msg import WorldState
 
     from mango.ros.world_state_msg import msg_to_record, record_to_msg
+    from mango_ros.msg import WorldState
 
     node = _node("mango_doctor_ping")
     pub = node.create_publisher(WorldState, topic_out, 10)

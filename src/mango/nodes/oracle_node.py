@@ -14,9 +14,6 @@ import json
 import time
 from pathlib import Path
 
-from mango_ros.msg import StepVerdict, TaskVerdict
-from mango_ros.msg import WorldState as WorldStateMsg
-from mango_ros.srv import LoadOracle
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
@@ -36,6 +33,9 @@ from mango.oracle import (
 from mango.ros.markers import oracle_markers
 from mango.ros.verdict_msg import plain_step_verdict, step_verdict, task_verdict
 from mango.ros.world_state_msg import msg_to_state
+from mango_ros.msg import StepVerdict, TaskVerdict
+from mango_ros.msg import WorldState as WorldStateMsg
+from mango_ros.srv import LoadOracle
 
 
 class OracleNode(Node):

@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 
 import rclpy
-from mango_ros.msg import WorldState
 from rclpy.node import Node
 
 from mango.oracle.world_state import read_trace
 from mango.ros.world_state_msg import state_to_msg
+from mango_ros.msg import WorldState
 
 
 class TracePlayer(Node):

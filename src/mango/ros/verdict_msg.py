@@ -6,11 +6,11 @@ import json
 import math
 from typing import Any
 
-from mango_ros.msg import OracleEvent, StepVerdict, TaskVerdict
 from std_msgs.msg import Header
 
 from mango.oracle.tracker import Report, TrackerEvent
 from mango.ros.world_state_msg import WORLD_FRAME, stamp_from_seconds
+from mango_ros.msg import OracleEvent, StepVerdict, TaskVerdict
 
 
 def _header(t: float | None, frame_id: str = WORLD_FRAME) -> Header:

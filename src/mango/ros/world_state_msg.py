@@ -11,10 +11,6 @@ import math
 from typing import Any
 
 from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
-from mango_ros.msg import Contact, Fact, JointValue, ObjectState
-from mango_ros.msg import DeviceState as DeviceStateMsg
-from mango_ros.msg import GripperState as GripperStateMsg
-from mango_ros.msg import WorldState as WorldStateMsg
 from std_msgs.msg import Header
 
 from mango.oracle.world_state import (
@@ -25,6 +21,10 @@ from mango.oracle.world_state import (
     WorldState,
     parse_world_state,
 )
+from mango_ros.msg import Contact, Fact, JointValue, ObjectState
+from mango_ros.msg import DeviceState as DeviceStateMsg
+from mango_ros.msg import GripperState as GripperStateMsg
+from mango_ros.msg import WorldState as WorldStateMsg
 
 WORLD_FRAME = "world"
 _NS = 1_000_000_000

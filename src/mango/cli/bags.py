@@ -1,0 +1,150 @@
+"""`mango record`, `mango replay` and `mango bag info|export|repair`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from mango.errors import InputError
+
+bag_app = typer.Typer(help="Inspect, export and repair rosbag2 MCAP bags.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("record")(record)
+    app.command("replay")(replay)
+    app.add_typer(bag_app, name="bag")
+
+
+def _fail(exc: InputError) -> NoReturn:
+    sys.stderr.write(f"error: {exc}\n")
+    raise typer.Exit(2)
+
+
+def record(
+    output: Annotated[Path, typer.Option("-o", "--output", help="Bag directory to create.")],
+    topics: Annotated[list[str] | None, typer.Argument(help="Topics (default: all).")] = None,
+    duration: Annotated[float, typer.Option(help="Stop after this many seconds (0: Ctrl-C).")]
+    = 0.0,
+) -> None:
+    """Record topics to a rosbag2 MCAP bag (readable by `ros2 bag` and Foxglove)."""
+    import time
+
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
+    from mango.nodes.bag_recorder import BagRecorder
+
+    rclpy.init()
+    node = None
+    try:
+        node = BagRecorder(str(output), list(topics or []))
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        end = time.monotonic() + duration if duration > 0 else None
+        while rclpy.ok() and (end is None or time.monotonic() < end):
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except FileExistsError as exc:
+        _fail(InputError(str(exc)))
+    finally:
+        if node is not None:
+            count = node.writer.message_count
+            node.destroy_node()
+            sys.stderr.write(f"recorded {count} messages to {output}\n")
+        rclpy.try_shutdown()
+
+
+def replay(
+    bag: Annotated[Path, typer.Argument(help="Bag directory or .mcap file.")],
+    oracle: Annotated[Path, typer.Option("--oracle", help="Fine-grained oracle JSON.")],
+    functions: Annotated[Path | None, typer.Option("--functions")] = None,
+    topic: Annotated[str, typer.Option(help="WorldState topic.")] = "/world_state",
+    hold: Annotated[int, typer.Option(min=1)] = 1,
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """Re-judge a recorded run offline; prints what `mango oracle check` prints."""
+    from rich.console import Console
+
+    from mango.oracle import FunctionLibrary, StepTracker
+    from mango.oracle.cli_render import render_report
+    from mango.oracle.predicates import EvaluationError
+    from mango.ros.bag_states import iter_bag_world_states
+
+    try:
+        library = FunctionLibrary.load(functions) if functions else FunctionLibrary.default()
+        tracker = StepTracker(oracle, library, hold=hold)
+        for state in iter_bag_world_states(bag, topic):
+            tracker.update(state)
+        report = tracker.finish()
+    except (InputError, EvaluationError) as exc:
+        _fail(InputError(str(exc)) if not isinstance(exc, InputError) else exc)
+    render_report(report, Console(), json_output=json_output)
+
+
+@bag_app.command("info")
+def info(bag: Annotated[Path, typer.Argument(help="Bag directory or .mcap file.")]) -> None:
+    """Topics, types and message counts (read from the data, so it works on a cut bag)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from mango.bags import BagReader
+
+    try:
+        reader = BagReader(bag)
+        topics = reader.topics()
+    except InputError as exc:
+        _fail(exc)
+    table = Table(title=str(bag))
+    for col in ("topic", "type", "messages"):
+        table.add_column(col)
+    for name, (msgtype, n) in sorted(topics.items()):
+        table.add_row(name, msgtype, str(n))
+    console = Console()
+    console.print(table)
+    if reader.truncated:
+        console.print("[yellow]the bag ends early (recorder killed?); "
+                      "`mango bag repair` rewrites it whole[/]")
+
+
+@bag_app.command("export")
+def export(
+    bag: Annotated[Path, typer.Argument(help="Bag directory or .mcap file.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Trace file (JSON Lines).")],
+    topic: Annotated[str, typer.Option(help="WorldState topic.")] = "/world_state",
+) -> None:
+    """Write the recorded world states as a spec §3 trace."""
+    from mango.oracle.world_state import write_trace
+    from mango.ros.bag_states import iter_bag_world_states
+
+    try:
+        n = write_trace(output, iter_bag_world_states(bag, topic))
+    except InputError as exc:
+        _fail(exc)
+    sys.stderr.write(f"wrote {n} states to {output}\n")
+
+
+@bag_app.command("repair")
+def repair(
+    bag: Annotated[Path, typer.Argument(help="Bag whose recorder died.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="New bag directory.")],
+) -> None:
+    """Copy every readable message into a new, properly closed bag (summary, metadata)."""
+    from mango.bags import BagReader, BagWriter
+
+    try:
+        reader = BagReader(bag)
+        qos = {t["topic_metadata"]["name"]: t["topic_metadata"].get("offered_qos_profiles")
+               for t in reader.metadata.get("topics_with_message_count", [])}
+        with BagWriter(output) as writer:
+            for m in reader.messages():
+                writer.add_topic(m.topic, m.msgtype, qos.get(m.topic) or None)
+                writer.write(m.topic, m.data, m.log_time_ns)
+            n = writer.message_count
+    except (InputError, FileExistsError) as exc:
+        _fail(exc if isinstance(exc, InputError) else InputError(str(exc)))
+    sys.stderr.write(f"wrote {n} messages to {output}\n")
