@@ -1,12 +1,14 @@
 """Record topics to a rosbag2 MCAP bag (see `mango.bags`), as CDR bytes straight from DDS.
 
-Parameters: `output` (bag directory), `topics` (names; empty = every topic seen),
-`discovery_period` (s). Topics appearing later are picked up; each subscription copies the
-publishers' reliability and durability so latched topics (verdict history) are recorded too.
+Parameters: `output` (bag directory; `{stamp}` becomes the start time), `topics` (names;
+empty = every topic seen), `discovery_period` (s). Topics appearing later are picked up;
+each subscription copies the publishers' reliability and durability so latched topics
+(verdict history) are recorded too.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from rclpy.node import Node
@@ -34,6 +36,7 @@ class BagRecorder(Node):
         out = self.get_parameter("output").value
         if not out:
             raise ValueError("parameter 'output' (bag directory) is required")
+        out = out.replace("{stamp}", time.strftime("%Y%m%d_%H%M%S"))
         self._wanted = {t for t in self.get_parameter("topics").value if t}
         self.writer = BagWriter(Path(out))
         self._subs: dict[str, object] = {}

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import (
+    ExternalShutdownException,
+    MultiThreadedExecutor,
+    SingleThreadedExecutor,
+)
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from mango.errors import InputError
 
 
 def latched_qos(depth: int = 100) -> QoSProfile:
@@ -25,15 +32,23 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None,
     """Create the node, spin it on a multi-threaded executor until shutdown."""
     rclpy.init(args=args)
     node = None
+    code = 0
     try:
         node = factory()
-        executor = MultiThreadedExecutor(num_threads=threads)
+        executor = (MultiThreadedExecutor(num_threads=threads) if threads > 1
+                    else SingleThreadedExecutor())
         executor.add_node(node)
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except (InputError, ValueError) as exc:
+        # Bad parameters or files: one clear line, no traceback, non-zero exit.
+        sys.stderr.write(f"error: {exc}\n")
+        code = 1
     finally:
         if node is not None:
             node.destroy_node()
         if rclpy.ok():
             rclpy.try_shutdown()
+    if code:
+        sys.exit(code)

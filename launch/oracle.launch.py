@@ -1,0 +1,7 @@
+"""Trace player + oracle node + bag recorder (config/stacks/oracle.yaml)."""
+
+from mango.launch_support import stack_launch_description
+
+
+def generate_launch_description():
+    return stack_launch_description("oracle")

@@ -1,0 +1,123 @@
+"""Stack files (`config/stacks/*.yaml`): which nodes run, with which parameters and remappings.
+
+One source of truth for bringing a system up: `launch/*.launch.py` turn a stack into launch_ros
+`Node` actions on a system ROS 2, and `mango bringup` starts the same nodes as processes where
+launch_ros does not exist. `$(share)` in a string parameter is the package share directory
+(the repository root in a checkout), so paths work in both places.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from mango.errors import InputError, from_validation_error
+
+PACKAGE = "mango_ros"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ParamValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
+
+
+class StackNode(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    executable: str
+    package: str = PACKAGE
+    namespace: str = ""
+    parameters: dict[str, ParamValue] = Field(default_factory=dict)
+    remappings: dict[str, str] = Field(default_factory=dict)
+    required: bool = True  # if it dies, the whole stack stops
+    description: str = ""
+
+    @field_validator("name", "executable")
+    @classmethod
+    def _ros_name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError(f"{v!r} is not a valid ROS node/executable name")
+        return v
+
+
+class Stack(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    nodes: list[StackNode]
+
+    @field_validator("nodes")
+    @classmethod
+    def _unique(cls, v: list[StackNode]) -> list[StackNode]:
+        seen: set[str] = set()
+        for n in v:
+            key = f"{n.namespace}/{n.name}"
+            if key in seen:
+                raise ValueError(f"node {key} appears twice")
+            seen.add(key)
+        if not v:
+            raise ValueError("a stack needs at least one node")
+        return v
+
+    def resolved(self, share: str | Path) -> Stack:
+        """A copy with `$(share)` replaced in every string parameter."""
+        def sub(v: Any) -> Any:
+            if isinstance(v, str):
+                return v.replace("$(share)", str(share))
+            if isinstance(v, list):
+                return [sub(x) for x in v]
+            return v
+
+        return self.model_copy(update={"nodes": [
+            n.model_copy(update={"parameters": {k: sub(v) for k, v in n.parameters.items()}})
+            for n in self.nodes]})
+
+
+def stack_path(name_or_path: str | Path, share: str | Path = REPO_ROOT) -> Path:
+    """A stack by file path, or by name in `config/stacks/`."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or p.exists():
+        return p
+    return Path(share) / "config" / "stacks" / f"{name_or_path}.yaml"
+
+
+def load_stack(name_or_path: str | Path, share: str | Path = REPO_ROOT) -> Stack:
+    """Read and validate a stack file; errors name the file and field."""
+    path = stack_path(name_or_path, share)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read stack: {exc.strerror}", file=str(path)) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path),
+                         line=mark.line + 1 if mark else None,
+                         column=mark.column + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise InputError("a stack file must be a mapping", file=str(path))
+    try:
+        stack = Stack.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc, file=str(path)) from None
+    return stack.resolved(share)
+
+
+def ros_args(node: StackNode, params_file: Path | None = None) -> list[str]:
+    """The `--ros-args` of a node process: name, namespace, parameters file, remappings."""
+    args = ["--ros-args", "-r", f"__node:={node.name}"]
+    if node.namespace:
+        args += ["-r", f"__ns:={node.namespace}"]
+    if params_file is not None:
+        args += ["--params-file", str(params_file)]
+    for src, dst in node.remappings.items():
+        args += ["-r", f"{src}:={dst}"]
+    return args
+
+
+def params_document(node: StackNode) -> dict[str, Any]:
+    """The node's parameters in the ROS 2 parameters-file layout."""
+    return {"/**": {"ros__parameters": dict(node.parameters)}}

@@ -1,0 +1,175 @@
+"""Stack files, the launch files that read them, and `mango bringup`."""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mango.bags import BagReader
+from mango.errors import InputError
+from mango.stack import load_stack
+
+REPO = Path(__file__).resolve().parents[2]
+STACKS = sorted((REPO / "config" / "stacks").glob("*.yaml"))
+LAUNCH_FILES = sorted((REPO / "launch").glob("*.launch.py"))
+
+
+@pytest.mark.parametrize("path", STACKS, ids=lambda p: p.stem)
+def test_stack_files_validate(path: Path) -> None:
+    stack = load_stack(path)
+    assert stack.nodes
+    for node in stack.nodes:
+        for value in node.parameters.values():
+            assert "$(share)" not in str(value)
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("name: x\nnodes: []\n", "nodes"),
+        ("name: x\nnodes:\n  - name: a\n", "nodes[0].executable"),
+        ("name: x\nnodes:\n  - {name: 'bad name', executable: oracle_node}\n", "nodes[0].name"),
+        ("name: x\nnodes:\n  - {name: a, executable: b, parameters: {p: {nested: 1}}}\n",
+         "nodes[0].parameters.p"),
+        ("name: x\nnodes:\n  - {name: a, executable: b, colour: red}\n", "nodes[0].colour"),
+    ],
+)
+def test_bad_stack_names_the_field(tmp_path: Path, text: str, field: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_stack(path)
+    assert err.value.file == str(path)
+    assert err.value.field is not None and err.value.field.startswith(field)
+
+
+def test_bad_yaml_names_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\nnodes:\n  - name: [unclosed\n")
+    with pytest.raises(InputError) as err:
+        load_stack(path)
+    assert err.value.line is not None
+
+
+def _fake_launch_modules(share: Path) -> dict[str, types.ModuleType]:
+    """Stand-ins for launch/launch_ros/ament_index_python, which only a system ROS 2 has:
+    they record what the launch file asks for."""
+    launched: list[dict[str, Any]] = []
+
+    class Node:
+        def __init__(self, **kwargs: Any) -> None:
+            launched.append(kwargs)
+
+    class LaunchDescription(list):
+        pass
+
+    mods = {name: types.ModuleType(name) for name in (
+        "launch", "launch.actions", "launch.events", "launch_ros", "launch_ros.actions",
+        "ament_index_python", "ament_index_python.packages")}
+    mods["launch"].LaunchDescription = LaunchDescription
+    mods["launch.actions"].EmitEvent = lambda **kw: ("emit", kw)
+    mods["launch.events"].Shutdown = lambda **kw: ("shutdown", kw)
+    mods["launch_ros.actions"].Node = Node
+    mods["ament_index_python.packages"].get_package_share_directory = lambda pkg: str(share)
+    mods["launch"].launched = launched
+    return mods
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
+def test_launch_file_agrees_with_its_stack(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = path.read_text()
+    tree = ast.parse(source)  # syntax, without importing launch
+    names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert "generate_launch_description" in names
+    stack_name = path.name.removesuffix(".launch.py")
+    assert (REPO / "config" / "stacks" / f"{stack_name}.yaml").is_file()
+
+    mods = _fake_launch_modules(REPO)
+    for name, mod in mods.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    namespace: dict[str, Any] = {}
+    exec(compile(source, str(path), "exec"), namespace)
+    namespace["generate_launch_description"]()
+    launched = mods["launch"].launched
+    stack = load_stack(stack_name)
+    assert [(k["name"], k["executable"], k["package"]) for k in launched] == [
+        (n.name, n.executable, n.package) for n in stack.nodes]
+    for kwargs, node in zip(launched, stack.nodes, strict=True):
+        assert kwargs["parameters"] == [node.parameters]
+        assert dict(kwargs["remappings"]) == node.remappings
+        assert (kwargs["on_exit"] is not None) == node.required
+
+
+def test_every_stack_has_a_launch_file() -> None:
+    assert {p.stem for p in STACKS} <= {p.name.removesuffix(".launch.py") for p in LAUNCH_FILES}
+
+
+def _bringup(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "mango.cli.main", "bringup", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def _read_until(proc: subprocess.Popen[str], needle: str, timeout: float) -> list[str]:
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    os.set_blocking(proc.stdout.fileno(), False)
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if line:
+            lines.append(line)
+            if needle in line:
+                return lines
+        elif proc.poll() is not None:
+            break
+        else:
+            time.sleep(0.05)
+    raise AssertionError(f"{needle!r} not seen; output:\n{''.join(lines)}")
+
+
+def test_bringup_runs_the_stack_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    bag = tmp_path / "bag"
+    proc = _bringup("oracle", "--set", "trace_player.rate_scale=4.0",
+                    "--set", f"bag_recorder.output={bag}")
+    try:
+        _read_until(proc, "task verdict: pass", timeout=60)
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, out
+    assert "stopped: oracle_node (0)" in out
+    topics = BagReader(bag).topics()
+    assert topics["/world_state"][1] == 46  # every state of the trace was recorded
+    assert topics["/oracle/task_verdict"][1] == 1
+
+
+def test_bringup_reports_a_node_that_dies(tmp_path: Path) -> None:
+    proc = _bringup("oracle", "--set", "oracle_node.oracle_file=/no/such/oracle.json",
+                    "--set", f"bag_recorder.output={tmp_path / 'bag'}")
+    try:
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1
+    assert "node oracle_node exited with code" in out
+    assert "/no/such/oracle.json" in out
+
+
+def test_bringup_bad_override_is_a_clear_error() -> None:
+    proc = _bringup("oracle", "--set", "nosuchnode.x=1")
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "error:" in out and "nosuchnode" in out
