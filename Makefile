@@ -71,7 +71,7 @@ test: setup
 	$(ENV) ruff check src test bench scripts
 	$(ENV) python -m pytest -q
 
-demo: setup
+demo: setup  ## SCENE=, SEED=, FAULT=KIND@WHEN
 	$(ENV) bash scripts/demo.sh
 
 bench: setup

@@ -104,3 +104,22 @@ def test_refuses_to_overwrite(tmp_path: Path) -> None:
 def test_missing_bag_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such bag"):
         BagReader(tmp_path / "nope")
+
+
+def test_episodes_split_where_world_time_goes_back(tmp_path: Path) -> None:
+    from mango.ros.bag_states import bag_episode, bag_episodes
+
+    bag = tmp_path / "two"
+    times = [0.0, 0.5, 1.0, 0.0, 0.25]
+    with BagWriter(bag) as w:
+        w.add_topic("/world_state", "mango_ros/msg/WorldState")
+        for i, t in enumerate(times):
+            w.write("/world_state", serialize_message(record_to_msg({"t": t})), 1000 + i)
+    assert [[s.t for s in e] for e in bag_episodes(bag)] == [[0.0, 0.5, 1.0], [0.0, 0.25]]
+    assert [s.t for s in bag_episode(bag)] == [0.0, 0.25]
+    assert [s.t for s in bag_episode(bag, episode=1)] == [0.0, 0.5, 1.0]
+    assert [s.t for s in bag_episode(bag, episode=-2)] == [0.0, 0.5, 1.0]
+    with pytest.raises(InputError, match="no episode 3"):
+        bag_episode(bag, episode=3)
+    with pytest.raises(InputError, match="no messages on /other"):
+        bag_episode(bag, topic="/other")

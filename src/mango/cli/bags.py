@@ -13,6 +13,11 @@ from mango.errors import InputError
 bag_app = typer.Typer(help="Inspect, export and repair rosbag2 MCAP bags.", no_args_is_help=True)
 
 
+EpisodeOpt = Annotated[int | None, typer.Option(
+    help="Episode (1-based, negative from the end; episodes split where world time goes "
+         "back). Default: the last.")]
+
+
 def register(app: typer.Typer) -> None:
     app.command("record")(record)
     app.command("replay")(replay)
@@ -65,20 +70,25 @@ def replay(
     functions: Annotated[Path | None, typer.Option("--functions")] = None,
     topic: Annotated[str, typer.Option(help="WorldState topic.")] = "/world_state",
     hold: Annotated[int, typer.Option(min=1)] = 1,
+    episode: EpisodeOpt = None,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
-    """Re-judge a recorded run offline; prints what `mango oracle check` prints."""
+    """Re-judge a recorded run offline; prints what `mango oracle check` prints.
+
+    World time going back (a sim reset) starts a new episode, as in the oracle node; the last
+    episode is judged unless `--episode` says otherwise.
+    """
     from rich.console import Console
 
     from mango.oracle import FunctionLibrary, StepTracker
     from mango.oracle.cli_render import render_report
     from mango.oracle.predicates import EvaluationError
-    from mango.ros.bag_states import iter_bag_world_states
+    from mango.ros.bag_states import bag_episode
 
     try:
         library = FunctionLibrary.load(functions) if functions else FunctionLibrary.default()
         tracker = StepTracker(oracle, library, hold=hold)
-        for state in iter_bag_world_states(bag, topic):
+        for state in bag_episode(bag, topic, episode):
             tracker.update(state)
         report = tracker.finish()
     except (InputError, EvaluationError) as exc:
@@ -116,13 +126,15 @@ def export(
     bag: Annotated[Path, typer.Argument(help="Bag directory or .mcap file.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Trace file (JSON Lines).")],
     topic: Annotated[str, typer.Option(help="WorldState topic.")] = "/world_state",
+    episode: EpisodeOpt = None,
 ) -> None:
-    """Write the recorded world states as a spec §3 trace."""
+    """Write the recorded world states of one episode (default: the last) as a spec §3
+    trace."""
     from mango.oracle.world_state import write_trace
-    from mango.ros.bag_states import iter_bag_world_states
+    from mango.ros.bag_states import bag_episode
 
     try:
-        n = write_trace(output, iter_bag_world_states(bag, topic))
+        n = write_trace(output, bag_episode(bag, topic, episode))
     except InputError as exc:
         _fail(exc)
     sys.stderr.write(f"wrote {n} states to {output}\n")

@@ -35,6 +35,7 @@ _GROUPS: list[tuple[str, str | None]] = [
     ("mango.cli.llm", "llm"),
     ("mango.cli.bags", None),
     ("mango.cli.bringup", None),
+    ("mango.cli.demo", None),
     ("mango.cli.policy", "policy"),
 ]
 

@@ -4,6 +4,7 @@ Subscribes `WorldState`; publishes a `StepVerdict` on every status change
 (`/oracle/step_verdicts`, reliable + transient-local so late joiners and recorders get the
 history), a `TaskVerdict` (`/oracle/task_verdict`) when the task passes or on `~/finish`, and
 rviz markers (`/oracle/markers`). Services: `~/load_oracle`, `~/reset`, `~/finish`.
+World time going backwards (a simulator reset) starts a new episode: tracking restarts.
 Parameters: `oracle_file`, `functions_file`, `hold`, `world_state_topic`, `marker_rate`
 (Hz, 0 = off), and the standard `use_sim_time`.
 """
@@ -32,7 +33,7 @@ from mango.oracle import (
 )
 from mango.ros.markers import oracle_markers
 from mango.ros.verdict_msg import plain_step_verdict, step_verdict, task_verdict
-from mango.ros.world_state_msg import msg_to_state
+from mango.ros.world_state_cdr import decode_world_state
 from mango_ros.msg import StepVerdict, TaskVerdict
 from mango_ros.msg import WorldState as WorldStateMsg
 from mango_ros.srv import LoadOracle
@@ -65,9 +66,10 @@ class OracleNode(Node):
             TaskVerdict, "oracle/task_verdict", latched_qos(10))
         self.marker_pub = self.create_publisher(MarkerArray, "oracle/markers", 10)
         topic = self.get_parameter("world_state_topic").value
+        # Raw CDR in, decoded once by the fast WorldState decoder (the hot path).
         self.create_subscription(
             WorldStateMsg, topic, self._on_state,
-            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE), raw=True)
         self.create_service(LoadOracle, "~/load_oracle", self._on_load)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(Trigger, "~/finish", self._on_finish)
@@ -118,11 +120,21 @@ class OracleNode(Node):
 
     # ------------------------------------------------------------------ callbacks
 
-    def _on_state(self, msg: WorldStateMsg) -> None:
-        state = msg_to_state(msg)
-        self.last_state = state
+    def _on_state(self, data: bytes) -> None:
+        try:
+            state = decode_world_state(data)
+        except InputError as exc:
+            self.get_logger().error(f"bad WorldState message: {exc}")
+            return
+        previous, self.last_state = self.last_state, state
         self._markers_dirty = True
         tracker = self.tracker
+        if previous is not None and state.t < previous.t:
+            # World time went back: the simulator (or a bag) restarted; a new episode begins.
+            self.get_logger().info(
+                f"world time went back ({previous.t:.3f} -> {state.t:.3f} s): new episode")
+            if tracker is not None:
+                self._start_episode()
         if tracker is None:
             if not self._warned_no_oracle:
                 self.get_logger().warn("world state received but no oracle loaded")

@@ -1,0 +1,125 @@
+"""A stack brought up as processes plus one client node in this process."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+
+from mango.bringup import Bringup, NodeDied
+from mango.nodes.common import latched_qos
+from mango.oracle.tracker import Report, StepResult, TrackerEvent
+from mango.stack import Stack
+from mango_ros.msg import StepVerdict, TaskVerdict
+
+
+def report_from_json(data: dict[str, Any], n_states: int = 0,
+                     t_end: float | None = None) -> Report:
+    """The tracker's `Report` from its spec §6 JSON (as a `TaskVerdict` carries it)."""
+    return Report(
+        verdict=data["verdict"],
+        failed_step=data["failed_step"],
+        steps=tuple(StepResult(s["path"], s["action_id"], s["status"], s["completed_t"])
+                    for s in data["steps"]),
+        events=tuple(TrackerEvent(e["t"], e["kind"], e["path"], "", e.get("detail", ""))
+                     for e in data["events"]),
+        n_states=n_states,
+        t_end=t_end,
+    )
+
+
+class VerdictFollower:
+    """Collects the oracle node's step and task verdicts; calls `on_step` for each."""
+
+    def __init__(self, node: Node, namespace: str = "",
+                 on_step: Callable[[StepVerdict], None] | None = None) -> None:
+        self.steps: list[StepVerdict] = []
+        self.tasks: list[TaskVerdict] = []
+        self._on_step = on_step
+        self._lock = threading.Lock()
+        ns = namespace.rstrip("/")
+        node.create_subscription(StepVerdict, f"{ns}/oracle/step_verdicts", self._step,
+                                 latched_qos(1000))
+        node.create_subscription(TaskVerdict, f"{ns}/oracle/task_verdict", self._task,
+                                 latched_qos(10))
+
+    def _step(self, msg: StepVerdict) -> None:
+        with self._lock:
+            self.steps.append(msg)
+        if self._on_step is not None:
+            self._on_step(msg)
+
+    def _task(self, msg: TaskVerdict) -> None:
+        with self._lock:
+            self.tasks.append(msg)
+
+    def task_after(self, count: int) -> TaskVerdict | None:
+        """The first task verdict received after `count` of them had been seen."""
+        with self._lock:
+            return self.tasks[count] if len(self.tasks) > count else None
+
+
+class StackSession:
+    """Bring a stack up, spin a client node, stop everything on exit.
+
+    Every wait also watches the stack: a required node that dies raises `NodeDied` at once
+    instead of a timeout later.
+    """
+
+    def __init__(self, stack: Stack, output: Callable[[str, str], None] | None = None) -> None:
+        self.bringup = Bringup(stack, output=output)
+        self.context = rclpy.Context()
+        self.node: Node | None = None
+        self._executor: MultiThreadedExecutor | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> StackSession:
+        self.bringup.start()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(f"mango_client_{uuid.uuid4().hex[:6]}",
+                                      context=self.context)
+        self._executor = MultiThreadedExecutor(num_threads=2, context=self.context)
+        self._executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._executor.spin, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(timeout_sec=2.0)
+        if self.node is not None:
+            self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+        self.bringup.stop()
+
+    def wait(self, pred: Callable[[], Any], timeout: float, what: str) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            value = pred()
+            if value:
+                return value
+            self.bringup.check()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+            time.sleep(0.02)
+
+    def call(self, srv_type: type, name: str, request: Any, timeout: float = 30.0) -> Any:
+        """Call a service once it is available; returns the response."""
+        assert self.node is not None
+        client = self.node.create_client(srv_type, name)
+        try:
+            self.wait(lambda: client.service_is_ready(), timeout, f"service {name}")
+            future = client.call_async(request)
+            self.wait(future.done, timeout, f"reply from {name}")
+            return future.result()
+        finally:
+            self.node.destroy_client(client)
+
+
+__all__ = ["NodeDied", "StackSession", "VerdictFollower", "report_from_json"]

@@ -1,0 +1,270 @@
+"""The embedded MuJoCo Franka as a ROS node.
+
+Physics runs in real time (scaled by `real_time_factor`; 0 = as fast as possible) in its own
+thread, holding the latest `joint_command` targets, and publishes `joint_states`,
+`world_state` and `/clock` every `1/state_rate` s of sim time. Cameras render in another
+thread at `camera_rate`. `~/run_expert` runs the scene's scripted expert (optionally with a
+fault) to the end of the task and answers with the fault's ground truth; during it the world
+state is published after every 15 Hz action, exactly as `mango sim run` records it.
+Parameters: `scene`, `seed`, `joint_names`, `state_rate`, `camera_rate`, `cameras`,
+`image_width`, `image_height`, `real_time_factor`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import Header
+
+from mango.errors import InputError
+from mango.nodes.common import run_node
+from mango.ros.images import camera_info, numpy_to_image
+from mango.ros.world_state_msg import WORLD_FRAME, stamp_from_seconds, state_to_msg
+from mango.sim.env import SimEnv
+from mango.sim.expert import ExpertPolicy
+from mango.sim.faults import parse_fault
+from mango.sim.runner import make_labels
+from mango.sim.scene import FR3_JOINTS
+from mango_ros.msg import WorldState as WorldStateMsg
+from mango_ros.srv import ResetScene, RunExpert
+
+GRIPPER = "gripper"
+FINGER_JOINTS = ("fr3_finger_joint1", "fr3_finger_joint2")
+
+
+@dataclass
+class _Job:
+    """Work for the physics thread; the caller waits on `done`."""
+
+    run: Callable[[], Any]
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Any = None
+    error: BaseException | None = None
+
+
+class SimNode(Node):
+    def __init__(self) -> None:
+        super().__init__("sim_node")
+        self.declare_parameter("scene", "libero10_soup_sauce_basket")
+        self.declare_parameter("seed", 0)
+        self.declare_parameter("joint_names", list(FR3_JOINTS))
+        self.declare_parameter("state_rate", 100.0)
+        self.declare_parameter("camera_rate", 10.0)
+        self.declare_parameter("cameras", ["front", "wrist"])
+        self.declare_parameter("image_width", 224)
+        self.declare_parameter("image_height", 224)
+        self.declare_parameter("real_time_factor", 1.0)
+        p = {n: self.get_parameter(n).value for n in (
+            "scene", "seed", "joint_names", "state_rate", "camera_rate", "cameras",
+            "image_width", "image_height", "real_time_factor")}
+        self.joint_names = tuple(p["joint_names"])
+        self.cameras = tuple(c for c in p["cameras"] if c)
+        self.image_size = (int(p["image_width"]), int(p["image_height"]))
+        self.state_period = 1.0 / float(p["state_rate"])
+        self.camera_rate = float(p["camera_rate"])
+        self.rtf = float(p["real_time_factor"])
+        self.env = self._make_env(p["scene"], int(p["seed"]))
+
+        self.js_pub = self.create_publisher(JointState, "joint_states", 10)
+        self.ws_pub = self.create_publisher(WorldStateMsg, "world_state", 100)
+        self.clock_pub = self.create_publisher(Clock, "/clock", 10)
+        self.cam_pubs: dict[str, tuple[Any, Any, Any]] = {
+            c: (self.create_publisher(Image, f"camera/{c}/image_raw", 5),
+                self.create_publisher(Image, f"camera/{c}/depth", 5),
+                self.create_publisher(CameraInfo, f"camera/{c}/camera_info", 5))
+            for c in self.cameras}
+        self.create_subscription(JointState, "joint_command", self._on_command, 10,
+                                 callback_group=MutuallyExclusiveCallbackGroup())
+        services = ReentrantCallbackGroup()  # they block until the physics thread is done
+        self.create_service(ResetScene, "~/reset", self._on_reset, callback_group=services)
+        self.create_service(RunExpert, "~/run_expert", self._on_run_expert,
+                            callback_group=services)
+
+        self._jobs: list[_Job] = []
+        self._jobs_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._physics = threading.Thread(target=self._physics_loop, name="physics", daemon=True)
+        self._physics.start()
+        self._camera = None
+        if self.cameras and self.camera_rate > 0:
+            self._camera = threading.Thread(target=self._camera_loop, name="camera", daemon=True)
+            self._camera.start()
+        self.get_logger().info(
+            f"scene {self.env.scene.name} (seed {p['seed']}): {self.env.scene.instruction}")
+
+    def _make_env(self, scene: str, seed: int) -> SimEnv:
+        return SimEnv(scene, seed=seed, cameras=self.cameras, image_size=self.image_size,
+                      joint_names=self.joint_names)
+
+    # ------------------------------------------------------------------ physics thread
+
+    def _submit(self, fn: Callable[[], Any], timeout: float | None = None) -> Any:
+        job = _Job(fn)
+        with self._jobs_lock:
+            self._jobs.append(job)
+        if not job.done.wait(timeout):
+            raise TimeoutError("the physics thread did not finish the request")
+        if job.error is not None:
+            raise job.error
+        return job.result
+
+    def _physics_loop(self) -> None:
+        wall0, sim0 = time.monotonic(), self.env.time
+        while not self._stop.is_set():
+            with self._jobs_lock:
+                jobs, self._jobs = self._jobs, []
+            for job in jobs:
+                try:
+                    job.result = job.run()
+                except BaseException as exc:  # handed to the waiting service call
+                    job.error = exc
+                job.done.set()
+                wall0, sim0 = time.monotonic(), self.env.time
+            self.env.step(None, duration=self.state_period)
+            self._publish_state()
+            wall0, sim0 = self._pace(wall0, sim0)
+
+    def _pace(self, wall0: float, sim0: float) -> tuple[float, float]:
+        """Sleep so sim time advances at `real_time_factor` x wall time."""
+        if self.rtf <= 0:
+            return wall0, sim0
+        ahead = (self.env.time - sim0) / self.rtf - (time.monotonic() - wall0)
+        if ahead > 0:
+            time.sleep(ahead)
+        elif ahead < -0.5:  # fell far behind (slow machine): don't try to catch up in a burst
+            return time.monotonic(), self.env.time
+        return wall0, sim0
+
+    def _publish_state(self) -> None:
+        env = self.env
+        t = env.time
+        header = Header(frame_id=WORLD_FRAME)
+        header.stamp.sec, header.stamp.nanosec = stamp_from_seconds(t)
+        clock = Clock()
+        clock.clock = header.stamp
+        self.clock_pub.publish(clock)
+        q = env.joint_positions()
+        w = env.gripper_width()
+        js = JointState(header=header, name=[*self.joint_names, *FINGER_JOINTS])
+        js.position = [*q.tolist(), w / 2, w / 2]
+        self.js_pub.publish(js)
+        self.ws_pub.publish(state_to_msg(env.world_state()))
+
+    def _camera_loop(self) -> None:
+        period = 1.0 / self.camera_rate
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            next_t += period
+            env = self.env
+            for name, (rgb_pub, depth_pub, info_pub) in self.cam_pubs.items():
+                rgb, depth, _ = env.render(name, seg=False)
+                header = Header(frame_id=f"{name}_camera")
+                header.stamp.sec, header.stamp.nanosec = stamp_from_seconds(env.time)
+                ci = env.camera_info(name)
+                rgb_pub.publish(numpy_to_image(rgb, "rgb8", header))
+                depth_pub.publish(numpy_to_image(depth, "32FC1", header))
+                info_pub.publish(camera_info(ci.width, ci.height, ci.fx, ci.fy, ci.cx, ci.cy,
+                                             header))
+            time.sleep(max(0.0, next_t - time.monotonic()))
+
+    # ------------------------------------------------------------------ ROS callbacks
+
+    def _on_command(self, msg: JointState) -> None:
+        targets = dict(zip(msg.name, msg.position, strict=False))
+        unknown = set(targets) - {*self.joint_names, GRIPPER}
+        if unknown or len(msg.name) != len(msg.position):
+            self.get_logger().error(
+                f"joint_command ignored: unknown joints {sorted(unknown)}" if unknown else
+                "joint_command ignored: name and position lengths differ")
+            return
+        q = self.env.joint_positions()
+        for i, n in enumerate(self.joint_names):
+            if n in targets:
+                q[i] = targets[n]
+        if not np.all(np.isfinite(q)):
+            self.get_logger().error("joint_command ignored: non-finite target")
+            return
+        self.env.set_joint_targets(q, targets.get(GRIPPER))
+
+    def _on_reset(self, request: ResetScene.Request,
+                  response: ResetScene.Response) -> ResetScene.Response:
+        def reset() -> None:
+            if request.scene and request.scene != self.env.scene.name:
+                old, self.env = self.env, self._make_env(request.scene, int(request.seed))
+                old.close()
+            else:
+                self.env.reset(int(request.seed))
+            self._publish_state()
+
+        try:
+            self._submit(reset, timeout=120)
+        except (InputError, OSError, ValueError) as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        response.success = True
+        response.message = f"scene {self.env.scene.name}, seed {request.seed}"
+        response.instruction = self.env.scene.instruction
+        self.get_logger().info(response.message)
+        return response
+
+    def _on_run_expert(self, request: RunExpert.Request,
+                       response: RunExpert.Response) -> RunExpert.Response:
+        try:
+            fault = parse_fault(request.fault) if request.fault.strip() else None
+            expert = ExpertPolicy(self.env.scene, fault)
+        except (InputError, ValueError) as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        labels = self._submit(lambda: self._run_expert(expert))
+        response.success = expert.error is None
+        response.message = (f"expert finished at t={self.env.time:.2f} s" if expert.error is None
+                            else f"expert stopped: {expert.error}")
+        response.expected_failed_step = labels.get("failed_step") or ""
+        ft = labels.get("failed_t")
+        response.expected_fail_t = float("nan") if ft is None else float(ft)
+        self.get_logger().info(response.message)
+        return response
+
+    def _run_expert(self, expert: ExpertPolicy, settle: float = 1.0) -> dict[str, Any]:
+        """Runs in the physics thread: the same loop as `mango sim run`, paced in real time."""
+        env = self.env
+        scene = env.scene
+        state = env.world_state()
+        wall0, sim0 = time.monotonic(), env.time
+        done_at: float | None = None
+        end = state.t + scene.horizon
+        while state.t < end and not self._stop.is_set():
+            for row in expert.act(state, env.joint_positions()):
+                env.step(row)
+                self._publish_state()
+                state = env.world_state()
+                wall0, sim0 = self._pace(wall0, sim0)
+            if expert.done and done_at is None:
+                done_at = state.t
+            if done_at is not None and state.t >= done_at + settle:
+                break
+        return make_labels(scene, 0, expert)
+
+    def destroy_node(self) -> None:
+        self._stop.set()
+        self._physics.join(timeout=2.0)
+        if self._camera is not None:
+            self._camera.join(timeout=2.0)
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> None:
+    run_node(SimNode, args, threads=4)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Decode a serialized `WorldState` (CDR, as DDS delivers it) straight into the core model.
+
+Generic deserialization builds one Python message object per nested field (about 650 µs for
+50 objects); this reads the bytes once with `struct` (the layout follows msg/*.msg, and a test
+checks it against rclpy's deserializer on random records). Used on the oracle node's hot path
+and for bag replay; it needs no rclpy.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from mango.errors import InputError
+from mango.oracle.world_state import (
+    DeviceState,
+    EntityState,
+    GripperState,
+    JointState,
+    WorldState,
+)
+
+_U32 = struct.Struct("<I")
+_I32U32 = struct.Struct("<iI")
+_POSE_BOOL = struct.Struct("<7d?")
+_VEC_BOOL = struct.Struct("<3d?")
+_JOINT = struct.Struct("<5d")
+_GRIPPER = struct.Struct("<d???")
+_NS = 1_000_000_000
+_new_entity = EntityState.model_construct
+_new_joint = JointState.model_construct
+
+
+class CdrError(InputError):
+    """The bytes are not a WorldState in little-endian CDR."""
+
+
+def decode_world_state(data: bytes | memoryview) -> WorldState:
+    buf = bytes(data)
+    if len(buf) < 4 or buf[1] != 0x01:
+        raise CdrError("not little-endian CDR (encapsulation header)")
+    try:
+        return _decode(buf)
+    except (struct.error, IndexError, UnicodeDecodeError) as exc:
+        raise CdrError(f"truncated or malformed WorldState: {exc}") from None
+
+
+def _decode(buf: bytes) -> WorldState:
+    u32 = _U32.unpack_from
+    pos = 4  # after the encapsulation header; alignment is relative to it
+
+    def string(p: int) -> tuple[str, int]:
+        p = (p + 3) & ~3 if (p - 4) % 4 else p
+        (n,) = u32(buf, p)
+        p += 4
+        return buf[p:p + n - 1].decode(), p + n
+
+    def align(p: int, a: int) -> int:
+        r = (p - 4) % a
+        return p + (a - r) if r else p
+
+    sec, nsec = _I32U32.unpack_from(buf, pos)
+    pos += 8
+    _frame, pos = string(pos)
+
+    objects: dict[str, EntityState] = {}
+    pos = align(pos, 4)
+    (n,) = u32(buf, pos)
+    pos += 4
+    for _ in range(n):
+        oid, pos = string(pos)
+        kind, pos = string(pos)
+        parent, pos = string(pos)
+        pos = align(pos, 8)
+        px, py, pz, qx, qy, qz, qw, has_o = _POSE_BOOL.unpack_from(buf, pos)
+        pos = align(pos + 57, 8)
+        sx, sy, sz, has_s = _VEC_BOOL.unpack_from(buf, pos)
+        pos += 25
+        objects[oid] = _new_entity(
+            position=(px, py, pz),
+            orientation=(qw, qx, qy, qz) if has_o else None,
+            size=(sx, sy, sz) if has_s else None,
+            kind=kind or "object",
+            parent=parent or None,
+        )
+
+    joints: dict[str, JointState] = {}
+    pos = align(pos, 4)
+    (n,) = u32(buf, pos)
+    pos += 4
+    for _ in range(n):
+        jid, pos = string(pos)
+        pos = align(pos, 8)
+        q, q_open, q_closed, closed_frac, open_frac = _JOINT.unpack_from(buf, pos)
+        pos += 40
+        joints[jid] = _new_joint(
+            q=q, q_open=q_open, q_closed=q_closed,
+            closed_frac=None if closed_frac != closed_frac else closed_frac,  # NaN: not given
+            open_frac=None if open_frac != open_frac else open_frac,
+        )
+
+    devices: dict[str, DeviceState] = {}
+    pos = align(pos, 4)
+    (n,) = u32(buf, pos)
+    pos += 4
+    for _ in range(n):
+        did, pos = string(pos)
+        devices[did] = DeviceState.model_construct(on=bool(buf[pos]))
+        pos += 1
+
+    pos = align(pos, 8)
+    width, has_width, closed, has_closed = _GRIPPER.unpack_from(buf, pos)
+    pos += 11
+    has_gripper = bool(buf[pos])
+    pos += 1
+    gripper = GripperState.model_construct(
+        width=width if has_width else None, closed=closed if has_closed else None
+    ) if has_gripper else None
+
+    contacts: list[tuple[str, str]] = []
+    pos = align(pos, 4)
+    (n,) = u32(buf, pos)
+    pos += 4
+    for _ in range(n):
+        a, pos = string(pos)
+        b, pos = string(pos)
+        contacts.append((a, b))
+
+    facts: dict[str, bool] = {}
+    pos = align(pos, 4)
+    (n,) = u32(buf, pos)
+    pos += 4
+    for _ in range(n):
+        atom, pos = string(pos)
+        facts[atom] = bool(buf[pos])
+        pos += 1
+
+    fields: dict[str, Any] = {
+        "t": round(sec + nsec / _NS, 9), "objects": objects, "joints": joints,
+        "devices": devices, "gripper": gripper, "contacts": contacts, "facts": facts,
+    }
+    return WorldState.model_construct(**fields)
