@@ -120,9 +120,7 @@ class WorldState(_Model):
         return table.get(normalize_atom(atom))
 
 
-def parse_world_state(
-    record: Any, file: str | None = None, line: int | None = None
-) -> WorldState:
+def parse_world_state(record: Any, file: str | None = None, line: int | None = None) -> WorldState:
     """Validate one record (a dict), raising `InputError` that names file, line and field."""
     if not isinstance(record, dict):
         raise InputError("a world state must be a JSON object", file=file, line=line)

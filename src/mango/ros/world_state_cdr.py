@@ -27,25 +27,47 @@ _VEC_BOOL = struct.Struct("<3d?")
 _JOINT = struct.Struct("<5d")
 _GRIPPER = struct.Struct("<d???")
 _NS = 1_000_000_000
-_new_entity = EntityState.model_construct
-_new_joint = JointState.model_construct
+_OBJECT_BLOCK = 82  # pose (7 doubles), has_orientation, padding, size (3 doubles), has_size
+
+
+def _construct(cls: type, fields: dict[str, Any]) -> Any:
+    """`cls.model_construct(**fields)` for a model whose every field is given: skips the
+    defaults/fields-set bookkeeping that makes model_construct cost microseconds per call."""
+    obj = cls.__new__(cls)
+    object.__setattr__(obj, "__dict__", fields)
+    object.__setattr__(obj, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(obj, "__pydantic_extra__", None)
+    object.__setattr__(obj, "__pydantic_private__", None)
+    return obj
 
 
 class CdrError(InputError):
     """The bytes are not a WorldState in little-endian CDR."""
 
 
+class WorldStateDecoder:
+    """Decodes a stream of states; an object whose bytes did not change since the previous
+    state is reused instead of rebuilt (most objects lie still most of the time)."""
+
+    def __init__(self) -> None:
+        self._objects: dict[str, tuple[bytes, EntityState]] = {}
+
+    def decode(self, data: bytes | memoryview) -> WorldState:
+        buf = bytes(data)
+        if len(buf) < 4 or buf[1] != 0x01:
+            raise CdrError("not little-endian CDR (encapsulation header)")
+        try:
+            return _decode(buf, self._objects)
+        except (struct.error, IndexError, UnicodeDecodeError) as exc:
+            raise CdrError(f"truncated or malformed WorldState: {exc}") from None
+
+
 def decode_world_state(data: bytes | memoryview) -> WorldState:
-    buf = bytes(data)
-    if len(buf) < 4 or buf[1] != 0x01:
-        raise CdrError("not little-endian CDR (encapsulation header)")
-    try:
-        return _decode(buf)
-    except (struct.error, IndexError, UnicodeDecodeError) as exc:
-        raise CdrError(f"truncated or malformed WorldState: {exc}") from None
+    """Decode one state (no reuse across calls)."""
+    return WorldStateDecoder().decode(data)
 
 
-def _decode(buf: bytes) -> WorldState:
+def _decode(buf: bytes, cache: dict[str, tuple[bytes, EntityState]]) -> WorldState:
     u32 = _U32.unpack_from
     pos = 4  # after the encapsulation header; alignment is relative to it
 
@@ -68,21 +90,29 @@ def _decode(buf: bytes) -> WorldState:
     (n,) = u32(buf, pos)
     pos += 4
     for _ in range(n):
+        start = pos
         oid, pos = string(pos)
         kind, pos = string(pos)
         parent, pos = string(pos)
         pos = align(pos, 8)
+        block = buf[start:pos + _OBJECT_BLOCK]
+        cached = cache.get(oid)
+        if cached is not None and cached[0] == block:
+            objects[oid] = cached[1]
+            pos += _OBJECT_BLOCK
+            continue
         px, py, pz, qx, qy, qz, qw, has_o = _POSE_BOOL.unpack_from(buf, pos)
         pos = align(pos + 57, 8)
         sx, sy, sz, has_s = _VEC_BOOL.unpack_from(buf, pos)
         pos += 25
-        objects[oid] = _new_entity(
-            position=(px, py, pz),
-            orientation=(qw, qx, qy, qz) if has_o else None,
-            size=(sx, sy, sz) if has_s else None,
-            kind=kind or "object",
-            parent=parent or None,
-        )
+        ent = objects[oid] = _construct(EntityState, {
+            "position": (px, py, pz),
+            "orientation": (qw, qx, qy, qz) if has_o else None,
+            "size": (sx, sy, sz) if has_s else None,
+            "kind": kind or "object",
+            "parent": parent or None,
+        })
+        cache[oid] = (block, ent)
 
     joints: dict[str, JointState] = {}
     pos = align(pos, 4)
@@ -93,11 +123,11 @@ def _decode(buf: bytes) -> WorldState:
         pos = align(pos, 8)
         q, q_open, q_closed, closed_frac, open_frac = _JOINT.unpack_from(buf, pos)
         pos += 40
-        joints[jid] = _new_joint(
-            q=q, q_open=q_open, q_closed=q_closed,
-            closed_frac=None if closed_frac != closed_frac else closed_frac,  # NaN: not given
-            open_frac=None if open_frac != open_frac else open_frac,
-        )
+        joints[jid] = _construct(JointState, {
+            "q": q, "q_open": q_open, "q_closed": q_closed,
+            "closed_frac": None if closed_frac != closed_frac else closed_frac,  # NaN: not given
+            "open_frac": None if open_frac != open_frac else open_frac,
+        })
 
     devices: dict[str, DeviceState] = {}
     pos = align(pos, 4)
@@ -105,7 +135,7 @@ def _decode(buf: bytes) -> WorldState:
     pos += 4
     for _ in range(n):
         did, pos = string(pos)
-        devices[did] = DeviceState.model_construct(on=bool(buf[pos]))
+        devices[did] = _construct(DeviceState, {"on": bool(buf[pos])})
         pos += 1
 
     pos = align(pos, 8)
@@ -113,9 +143,9 @@ def _decode(buf: bytes) -> WorldState:
     pos += 11
     has_gripper = bool(buf[pos])
     pos += 1
-    gripper = GripperState.model_construct(
-        width=width if has_width else None, closed=closed if has_closed else None
-    ) if has_gripper else None
+    gripper = _construct(GripperState, {
+        "width": width if has_width else None, "closed": closed if has_closed else None,
+    }) if has_gripper else None
 
     contacts: list[tuple[str, str]] = []
     pos = align(pos, 4)
@@ -139,4 +169,4 @@ def _decode(buf: bytes) -> WorldState:
         "t": round(sec + nsec / _NS, 9), "objects": objects, "joints": joints,
         "devices": devices, "gripper": gripper, "contacts": contacts, "facts": facts,
     }
-    return WorldState.model_construct(**fields)
+    return _construct(WorldState, fields)

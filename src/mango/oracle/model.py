@@ -1,0 +1,240 @@
+"""Fine-grained oracle models (spec §2) and the plan's partial order.
+
+A plan node is a step (with `actions` or nested `steps`) or an action. We also accept an
+action directly in `plan` or a step inside `actions`, since both describe the same
+series-parallel order. Unknown fields are kept, so `to_json()` returns what was read (our own
+`goal` field included).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from mango.errors import InputError, field_path
+
+ExecutionMode = Literal["sequential", "any_order"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Monitoring(_Model):
+    """One condition of an action: an oracle id and its predicate expression."""
+
+    oracle_id: str = ""
+    handle_as: str
+
+
+class Action(_Model):
+    """A plan leaf; it completes when every `handle_as` of its `monitoring` holds."""
+
+    action_id: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    monitoring: list[Monitoring] = Field(min_length=1)
+
+
+def _node_tag(v: Any) -> str:
+    if isinstance(v, dict):
+        return "Action" if "action_id" in v else "Step"
+    return "Action" if isinstance(v, Action) else "Step"
+
+
+PlanNode = Annotated[
+    Annotated[Action, Tag("Action")] | Annotated["Step", Tag("Step")],
+    Discriminator(_node_tag),
+]
+
+
+class Step(_Model):
+    """A group of children that complete in order (`sequential`) or in any order."""
+
+    step: int | str | None = None
+    execution_mode: ExecutionMode = "sequential"
+    actions: list[PlanNode] | None = None
+    steps: list[Step] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind_of_children(self) -> Step:
+        if (self.actions is None) == (self.steps is None):
+            raise ValueError("a step needs exactly one of 'actions' or 'steps'")
+        if not self.children:
+            raise ValueError("a step needs at least one child")
+        return self
+
+    @property
+    def children(self) -> list[Action | Step]:
+        return list(self.actions if self.actions is not None else self.steps or [])
+
+
+class FineGrainedOracle(_Model):
+    """A fine-grained oracle: an instruction and a plan of monitored actions."""
+
+    instruction: str = ""
+    execution_mode: ExecutionMode = "sequential"
+    plan: list[PlanNode] = Field(min_length=1)
+    _source: str | None = PrivateAttr(default=None)
+    _text: str | None = PrivateAttr(default=None)
+
+    @field_validator("instruction")
+    @classmethod
+    def _strip(cls, v: str) -> str:
+        return v.strip()
+
+    def actions(self) -> list[tuple[str, Action]]:
+        """(step path, action) for every action, in plan order."""
+        return [(e.path, e.action) for e in plan_entries(self)]
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def __eq__(self, other: object) -> bool:
+        # Content equality: where the oracle was read from does not matter.
+        return isinstance(other, FineGrainedOracle) and self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def goal(self) -> str | None:
+        """The benchmark's end-state goal, when the file carries one (our extra field)."""
+        g = (self.model_extra or {}).get("goal")
+        return g if isinstance(g, str) else None
+
+
+Step.model_rebuild()
+FineGrainedOracle.model_rebuild()
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    """An action with its place in the partial order."""
+
+    index: int  # plan order
+    path: str  # "1.2"
+    field: str  # "plan[0].actions[1]", for error messages
+    action: Action
+    predecessors: tuple[int, ...]  # indices that must complete first
+    chain_end: bool  # ends its sequential chain: a goal state that must keep holding
+
+
+def plan_entries(oracle: FineGrainedOracle) -> list[PlanEntry]:
+    """Flatten the plan: paths, fields, predecessor sets and chain ends."""
+    out: list[PlanEntry] = []
+
+    def walk(
+        nodes: list[Action | Step],
+        mode: str,
+        path: str,
+        field: str,
+        key: str,
+        before: tuple[int, ...],
+        ends_chain: bool,
+    ) -> list[int]:
+        # `ends_chain`: this group is last in its nearest sequential ancestor (or has none).
+        mine: list[int] = []
+        preds = before
+        for i, node in enumerate(nodes):
+            p = f"{path}.{i + 1}" if path else str(i + 1)
+            f = f"{field}.{key}[{i}]" if field else f"{key}[{i}]"
+            last = i == len(nodes) - 1 if mode == "sequential" else ends_chain
+            if isinstance(node, Action):
+                out.append(PlanEntry(len(out), p, f, node, preds, last))
+                added = [len(out) - 1]
+            else:
+                child_key = "actions" if node.actions is not None else "steps"
+                added = walk(node.children, node.execution_mode, p, f, child_key, preds, last)
+            mine.extend(added)
+            if mode == "sequential":
+                preds = preds + tuple(added)
+        return mine
+
+    walk(list(oracle.plan), oracle.execution_mode, "", "", "plan", (), True)
+    return out
+
+
+def _clean_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    # Drop pydantic's union tags so the field reads plan[0].actions[1].monitoring.
+    return tuple(p for p in loc if p not in ("Action", "Step"))
+
+
+def load_oracle(
+    source: str | Path | dict[str, Any] | FineGrainedOracle, file: str | None = None
+) -> FineGrainedOracle:
+    """Read an oracle from a path, JSON text or dict; errors name file, line and field."""
+    if isinstance(source, FineGrainedOracle):
+        return source
+    data: Any
+    if isinstance(source, dict):
+        data = source
+    else:
+        text: str
+        if isinstance(source, Path) or not str(source).lstrip().startswith(("{", "[")):
+            p = Path(source)
+            file = file or str(p)
+            try:
+                text = p.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise InputError(f"cannot read oracle: {exc.strerror}", file=file) from None
+            except UnicodeDecodeError:
+                raise InputError("not UTF-8 text", file=file) from None
+        else:
+            text = str(source)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"invalid JSON: {exc.msg}", file=file, line=exc.lineno, column=exc.colno
+            ) from None
+    if not isinstance(data, dict):
+        raise InputError("an oracle must be a JSON object", file=file)
+    try:
+        oracle = FineGrainedOracle.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = field_path(_clean_loc(tuple(err["loc"])))
+        msg = err["msg"]
+        more = len(exc.errors()) - 1
+        if more:
+            msg += f" (and {more} more problem{'s' if more > 1 else ''})"
+        raise InputError(msg, file=file, field=where or None) from None
+    oracle._source = file
+    if not isinstance(source, dict):
+        oracle._text = text
+    return oracle
+
+
+def oracle_source(oracle: FineGrainedOracle) -> str | None:
+    """The file an oracle was read from, if any (for error messages)."""
+    return oracle._source
+
+
+def source_position(oracle: FineGrainedOracle, value: str, offset: int) -> tuple[int, int] | None:
+    """Line and column in the oracle's JSON text of character `offset` of a string `value`,
+    when the oracle was read from text and the string occurs there exactly once."""
+    text = oracle._text
+    if not text:
+        return None
+    for ascii_only in (True, False):
+        encoded = json.dumps(value, ensure_ascii=ascii_only)
+        at = text.find(encoded)
+        if at >= 0:
+            if text.find(encoded, at + 1) >= 0:
+                return None  # ambiguous
+            pos = at + len(json.dumps(value[:offset], ensure_ascii=ascii_only)) - 1
+            return text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
+    return None
