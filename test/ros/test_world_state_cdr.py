@@ -63,3 +63,22 @@ def test_truncated_bytes_are_a_clear_error(cut: int) -> None:
         {"t": 1.0, "objects": {"a": {"position": [1, 2, 3]}}, "facts": {"up(a)": True}}))
     with pytest.raises(CdrError):
         decode_world_state(data[:cut])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(records, min_size=2, max_size=6), st.data())
+def test_streaming_decoder_reuses_unchanged_objects_correctly(
+    stream: list[dict], data: st.DataObject
+) -> None:
+    from mango.ros.world_state_cdr import WorldStateDecoder
+
+    # Make some objects repeat unchanged from one state to the next, as in a real stream.
+    for prev, cur in zip(stream, stream[1:], strict=False):
+        for oid, ent in prev.get("objects", {}).items():
+            if data.draw(st.booleans()):
+                cur.setdefault("objects", {})[oid] = ent
+    decoder = WorldStateDecoder()
+    for record in stream:
+        payload = serialize_message(record_to_msg(record))
+        expected = msg_to_state(deserialize_message(payload, WorldState)).to_record()
+        assert decoder.decode(payload).to_record() == expected

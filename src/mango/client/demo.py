@@ -7,6 +7,7 @@ then the final report next to the fault's ground truth; the run is recorded to a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from std_srvs.srv import Trigger
 
-from mango.client.session import StackSession, VerdictFollower, report_from_json
+from mango.client.session import StackSession, VerdictFollower
 from mango.errors import InputError
 from mango.oracle.cli_render import render_report
 from mango.oracle.tracker import Report
@@ -109,7 +110,8 @@ def run_demo(scene: str, seed: int = 0, fault: str = "", out_dir: Path | None = 
         task = session.wait(lambda: follower.task_after(seen), 20, "the task verdict")
         t_end = task.header.stamp.sec + task.header.stamp.nanosec * 1e-9
     n_states = len(bag_episode(bag))
-    report = report_from_json(json.loads(task.report_json), n_states=n_states, t_end=t_end)
+    report = dataclasses.replace(Report.from_json(json.loads(task.report_json)),
+                                 n_states=n_states, t_end=t_end)
     expected = run.expected_failed_step or None
     fail_t = None if math.isnan(run.expected_fail_t) else run.expected_fail_t
     report_file = out_dir / "report.json"

@@ -14,24 +14,8 @@ from rclpy.node import Node
 
 from mango.bringup import Bringup, NodeDied
 from mango.nodes.common import latched_qos
-from mango.oracle.tracker import Report, StepResult, TrackerEvent
 from mango.stack import Stack
 from mango_ros.msg import StepVerdict, TaskVerdict
-
-
-def report_from_json(data: dict[str, Any], n_states: int = 0,
-                     t_end: float | None = None) -> Report:
-    """The tracker's `Report` from its spec §6 JSON (as a `TaskVerdict` carries it)."""
-    return Report(
-        verdict=data["verdict"],
-        failed_step=data["failed_step"],
-        steps=tuple(StepResult(s["path"], s["action_id"], s["status"], s["completed_t"])
-                    for s in data["steps"]),
-        events=tuple(TrackerEvent(e["t"], e["kind"], e["path"], "", e.get("detail", ""))
-                     for e in data["events"]),
-        n_states=n_states,
-        t_end=t_end,
-    )
 
 
 class VerdictFollower:
@@ -122,4 +106,4 @@ class StackSession:
             self.node.destroy_client(client)
 
 
-__all__ = ["NodeDied", "StackSession", "VerdictFollower", "report_from_json"]
+__all__ = ["NodeDied", "StackSession", "VerdictFollower"]

@@ -33,7 +33,7 @@ from mango.oracle import (
 )
 from mango.ros.markers import oracle_markers
 from mango.ros.verdict_msg import plain_step_verdict, step_verdict, task_verdict
-from mango.ros.world_state_cdr import decode_world_state
+from mango.ros.world_state_cdr import WorldStateDecoder
 from mango_ros.msg import StepVerdict, TaskVerdict
 from mango_ros.msg import WorldState as WorldStateMsg
 from mango_ros.srv import LoadOracle
@@ -59,6 +59,7 @@ class OracleNode(Node):
         self._eval_errors: set[str] = set()
         self._markers_dirty = False
         self._markers_t = 0.0
+        self._decoder = WorldStateDecoder()
 
         self.step_pub = self.create_publisher(
             StepVerdict, "oracle/step_verdicts", latched_qos(1000))
@@ -122,7 +123,7 @@ class OracleNode(Node):
 
     def _on_state(self, data: bytes) -> None:
         try:
-            state = decode_world_state(data)
+            state = self._decoder.decode(data)
         except InputError as exc:
             self.get_logger().error(f"bad WorldState message: {exc}")
             return

@@ -8,7 +8,7 @@ from pathlib import Path
 from mango.bags import BagReader
 from mango.errors import InputError
 from mango.oracle.world_state import WorldState
-from mango.ros.world_state_cdr import decode_world_state
+from mango.ros.world_state_cdr import WorldStateDecoder
 
 WORLD_STATE_TYPE = "mango_ros/msg/WorldState"
 
@@ -17,6 +17,7 @@ def iter_bag_world_states(bag: str | Path, topic: str = "/world_state",
                           reader: BagReader | None = None) -> Iterator[WorldState]:
     """Every world state recorded on `topic`, in recording order (episodes concatenated)."""
     reader = reader or BagReader(bag)
+    decoder = WorldStateDecoder()
     seen = False
     for m in reader.messages({topic}):
         if m.msgtype != WORLD_STATE_TYPE:
@@ -24,7 +25,7 @@ def iter_bag_world_states(bag: str | Path, topic: str = "/world_state",
                              file=str(bag))
         seen = True
         try:
-            yield decode_world_state(m.data)
+            yield decoder.decode(m.data)
         except InputError as exc:
             raise InputError(f"{topic} message at {m.log_time_ns} ns: {exc.message}",
                              file=str(bag)) from None

@@ -27,7 +27,7 @@ _VEC_BOOL = struct.Struct("<3d?")
 _JOINT = struct.Struct("<5d")
 _GRIPPER = struct.Struct("<d???")
 _NS = 1_000_000_000
-_OBJECT_BLOCK = 82  # pose (7 doubles), has_orientation, padding, size (3 doubles), has_size
+_OBJECT_BLOCK = 89  # pose (7 doubles), has_orientation, 7 padding, size (3 doubles), has_size
 
 
 def _construct(cls: type, fields: dict[str, Any]) -> Any:

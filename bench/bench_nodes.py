@@ -1,0 +1,173 @@
+"""Oracle node latency on the ROS graph and bag replay speed.
+
+1. Latency: a publisher sends 50-object `WorldState`s at 100 Hz to a running `oracle_node`
+   process; every other state raises a condition of a not-yet-enabled step, so the node
+   publishes an out-of-order `StepVerdict` for it. Latency = verdict received - state sent
+   (same clock, loopback DDS with the project's profile).
+2. Replay: a 10-minute, 100 Hz bag of real sim world states (an expert run with a drop fault,
+   looped and re-stamped, so the task never passes and every state is evaluated) is replayed
+   through the engine as `mango replay` does; speed in multiples of real time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+os.environ.setdefault("FASTDDS_DEFAULT_PROFILES_FILE", str(REPO / "config/dds/fastdds_local_shm.xml"))
+os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 50))
+
+
+def _objects(n: int, inside: bool) -> dict:
+    objs = {f"obj_{i}": {"position": [0.3 + 0.01 * i, -0.2 + 0.005 * i, 0.85],
+                         "orientation": [1, 0, 0, 0], "size": [0.05, 0.05, 0.08], "kind": "object"}
+            for i in range(n - 3)}
+    objs["basket_1"] = {"position": [0.5, 0.3, 0.85], "size": [0.25, 0.25, 0.1], "kind": "object"}
+    objs["basket_1_contain_region"] = {"position": [0.5, 0.3, 0.87], "size": [0.2, 0.2, 0.08],
+                                       "kind": "region", "parent": "basket_1"}
+    objs["main_table"] = {"position": [0.5, 0.0, 0.4], "size": [1.2, 1.2, 0.8], "kind": "surface"}
+    if inside:
+        objs["obj_1"]["position"] = [0.5, 0.3, 0.87]
+    return objs
+
+
+def _latency_oracle() -> dict:
+    step = lambda i, expr: {"action_id": f"a{i}", "parameters": {},  # noqa: E731
+                            "monitoring": [{"oracle_id": f"a{i}", "handle_as": expr}]}
+    return {"instruction": "latency probe", "execution_mode": "sequential", "plan": [
+        {"step": 1, "execution_mode": "sequential", "actions": [
+            step(1, "grasped(obj_0) and up(obj_0)"),
+            step(2, "in(obj_1, basket_1_contain_region)"),
+            *[step(i, f"on(obj_{i}, main_table) and not grasped(obj_{i})") for i in range(3, 11)],
+        ]}]}
+
+
+def bench_latency(seconds: float = 8.0, rate: float = 100.0) -> dict[str, float]:
+    import rclpy
+
+    from mango.nodes.common import latched_qos
+    from mango.ros.world_state_msg import record_to_msg
+    from mango_ros.msg import StepVerdict, WorldState
+
+    tmp = Path(tempfile.mkdtemp())
+    oracle = tmp / "oracle.json"
+    oracle.write_text(json.dumps(_latency_oracle()))
+    node_proc = subprocess.Popen(
+        [sys.executable, "-m", "mango.nodes.oracle_node", "--ros-args", "-r", "__ns:=/bench",
+         "-p", f"oracle_file:={oracle}", "-p", "world_state_topic:=/bench/world_state",
+         "-p", "marker_rate:=5.0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rclpy.init()
+    node = rclpy.create_node("bench_latency")
+    pub = node.create_publisher(WorldState, "/bench/world_state", 100)
+    sent: dict[float, float] = {}
+    lat: list[float] = []
+
+    def on_verdict(msg: StepVerdict) -> None:
+        t = round(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, 9)
+        if msg.event == "out_of_order" and t in sent:
+            lat.append(time.perf_counter() - sent[t])
+
+    node.create_subscription(StepVerdict, "/bench/oracle/step_verdicts", on_verdict,
+                             latched_qos(1000))
+    spinner = threading.Thread(target=lambda: rclpy.spin(node), daemon=True)
+    spinner.start()
+    while pub.get_subscription_count() < 1:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    msgs = [record_to_msg({"t": 0.0, "objects": _objects(50, inside)}) for inside in (0, 1)]
+    n = int(seconds * rate)
+    start = time.perf_counter()
+    for i in range(n):
+        msg = msgs[i % 2]
+        t = round(1.0 + i / rate, 9)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = int(t), round((t - int(t)) * 1e9)
+        sent[t] = time.perf_counter()
+        pub.publish(msg)
+        time.sleep(max(0.0, start + (i + 1) / rate - time.perf_counter()))
+    time.sleep(1.0)
+    node_proc.terminate()
+    node_proc.wait()
+    rclpy.shutdown()
+    lat.sort()
+    return {"verdicts": len(lat), "expected": n // 2,
+            "p50_ms": 1e3 * statistics.median(lat), "p90_ms": 1e3 * lat[int(0.9 * len(lat))],
+            "p99_ms": 1e3 * lat[int(0.99 * len(lat))]}
+
+
+def _patch_stamp(payload: bytes, t: float) -> bytes:
+    sec = int(t)
+    return payload[:4] + struct.pack("<iI", sec, round((t - sec) * 1e9)) + payload[12:]
+
+
+def bench_replay(minutes: float = 10.0, rate: float = 100.0) -> dict[str, float]:
+    from rclpy.serialization import serialize_message
+
+    from mango.bags import BagWriter
+    from mango.oracle import StepTracker
+    from mango.ros.bag_states import bag_episode
+    from mango.ros.world_state_cdr import decode_world_state
+    from mango.ros.world_state_msg import state_to_msg
+    from mango.sim.faults import parse_fault
+    from mango.sim.runner import run_episode
+
+    scene = "libero10_soup_sauce_basket"
+    run = run_episode(scene, seed=0, fault=parse_fault("drop@0.5"))
+    payloads = [serialize_message(state_to_msg(s)) for s in run.states]
+    n = int(minutes * 60 * rate)
+    bag = Path(tempfile.mkdtemp()) / "replay"
+    with BagWriter(bag) as w:
+        w.add_topic("/world_state", "mango_ros/msg/WorldState")
+        for i in range(n):
+            t = i / rate
+            w.write("/world_state", _patch_stamp(payloads[i % len(payloads)], t),
+                    int(t * 1e9))
+    oracle = REPO / "config" / "oracles" / f"{scene}.json"
+    t0 = time.perf_counter()
+    states = bag_episode(bag)
+    t1 = time.perf_counter()
+    tracker = StepTracker(oracle)
+    for s in states:
+        tracker.update(s)
+    report = tracker.finish()
+    t2 = time.perf_counter()
+    decode = [decode_world_state(p) for p in payloads]
+    t3 = time.perf_counter()
+    duration = minutes * 60
+    return {"states": len(states), "entities": len(decode[0].objects),
+            "read+decode_s": t1 - t0, "track_s": t2 - t1, "total_s": t2 - t0,
+            "x_real_time": duration / (t2 - t0), "verdict": report.verdict,
+            "decode_us": 1e6 * (t3 - t2) / len(payloads)}
+
+
+def main() -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    lat = bench_latency()
+    rep = bench_replay()
+    table = Table(title="oracle node and replay")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_column("goal")
+    table.add_row("node latency p50 (100 Hz, 50 objects)", f"{lat['p50_ms']:.2f} ms", "≤ 1 ms")
+    table.add_row("node latency p90 / p99", f"{lat['p90_ms']:.2f} / {lat['p99_ms']:.2f} ms", "")
+    table.add_row("verdicts received / expected", f"{lat['verdicts']} / {lat['expected']}", "")
+    table.add_row(f"replay 10 min @100 Hz ({rep['states']} states, {rep['entities']} entities)",
+                  f"{rep['x_real_time']:.0f}x real time", "≥ 500x")
+    table.add_row("  read+decode / track", f"{rep['read+decode_s']:.2f} s / {rep['track_s']:.2f} s",
+                  "")
+    table.add_row("  CDR decode per state", f"{rep['decode_us']:.0f} µs", "")
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()
