@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-os.environ.setdefault("FASTDDS_DEFAULT_PROFILES_FILE", str(REPO / "config/dds/fastdds_local_shm.xml"))
+os.environ.setdefault("FASTDDS_DEFAULT_PROFILES_FILE",
+                      str(REPO / "config/dds/fastdds_local_shm.xml"))
 os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 50))
 
 
