@@ -113,3 +113,26 @@ def test_bag_readable_after_sigkill(processes: Processes, namespace: str, tmp_pa
     assert out.returncode == 0, out.stderr
     with AnyReader([repaired], default_typestore=default_types().store) as r:
         assert sum(c.msgcount for c in r.connections) == len(messages)
+
+
+def test_mango_record_command(processes: Processes, namespace: str, tmp_path: Path) -> None:
+    bag = tmp_path / "cli"
+    topic = f"{namespace}/world_state"
+    rec = subprocess.Popen([sys.executable, "-m", "mango.cli.main", "record", "-o", str(bag),
+                            topic, "--duration", "30"], stderr=subprocess.PIPE, text=True)
+    try:
+        player = processes.start(
+            "player", "mango.nodes.trace_player", "-r", f"__ns:={namespace}",
+            "-p", f"trace_file:={TRACE}", "-p", f"topic:={topic}",
+            "-p", "rate_scale:=20.0", "-p", "wait_for_subscribers:=1")
+        assert player.wait(timeout=60) == 0
+        time.sleep(0.5)
+        rec.send_signal(signal.SIGINT)
+        _, err = rec.communicate(timeout=20)
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+    assert rec.returncode == 0, err
+    n = len(read_trace(TRACE))
+    assert f"recorded {n} messages" in err
+    assert BagReader(bag).topics() == {topic: ("mango_ros/msg/WorldState", n)}

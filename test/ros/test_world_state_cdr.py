@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -73,7 +74,7 @@ def test_streaming_decoder_reuses_unchanged_objects_correctly(
     from mango.ros.world_state_cdr import WorldStateDecoder
 
     # Make some objects repeat unchanged from one state to the next, as in a real stream.
-    for prev, cur in zip(stream, stream[1:], strict=False):
+    for prev, cur in itertools.pairwise(stream):
         for oid, ent in prev.get("objects", {}).items():
             if data.draw(st.booleans()):
                 cur.setdefault("objects", {})[oid] = ent
