@@ -27,7 +27,6 @@ _VEC_BOOL = struct.Struct("<3d?")
 _JOINT = struct.Struct("<5d")
 _GRIPPER = struct.Struct("<d???")
 _NS = 1_000_000_000
-_OBJECT_BLOCK = 89  # pose (7 doubles), has_orientation, 7 padding, size (3 doubles), has_size
 
 
 def _construct(cls: type, fields: dict[str, Any]) -> Any:
@@ -50,7 +49,10 @@ class WorldStateDecoder:
     state is reused instead of rebuilt (most objects lie still most of the time)."""
 
     def __init__(self) -> None:
-        self._objects: dict[str, tuple[bytes, EntityState]] = {}
+        # Per object index, from the previous state: start and end offsets, the meaningful
+        # byte segments (CDR padding bytes are not zeroed by serializers, so they can't be
+        # compared), id and entity.
+        self._objects: list[_Cached] = []
 
     def decode(self, data: bytes | memoryview) -> WorldState:
         buf = bytes(data)
@@ -67,7 +69,10 @@ def decode_world_state(data: bytes | memoryview) -> WorldState:
     return WorldStateDecoder().decode(data)
 
 
-def _decode(buf: bytes, cache: dict[str, tuple[bytes, EntityState]]) -> WorldState:
+_Cached = tuple[int, int, tuple[tuple[int, bytes], ...], str, EntityState]
+
+
+def _decode(buf: bytes, cache: list[_Cached]) -> WorldState:
     u32 = _U32.unpack_from
     pos = 4  # after the encapsulation header; alignment is relative to it
 
@@ -89,20 +94,28 @@ def _decode(buf: bytes, cache: dict[str, tuple[bytes, EntityState]]) -> WorldSta
     pos = align(pos, 4)
     (n,) = u32(buf, pos)
     pos += 4
-    for _ in range(n):
+    for k in range(n):
         start = pos
-        oid, pos = string(pos)
-        kind, pos = string(pos)
-        parent, pos = string(pos)
-        pos = align(pos, 8)
-        block = buf[start:pos + _OBJECT_BLOCK]
-        cached = cache.get(oid)
-        if cached is not None and cached[0] == block:
-            objects[oid] = cached[1]
-            pos += _OBJECT_BLOCK
-            continue
+        if k < len(cache):
+            c_start, c_end, c_segments, c_id, c_ent = cache[k]
+            # Same offset and same bytes (id, kind, parent, pose, size): the object is as it
+            # was; five comparisons instead of parsing three strings and eleven numbers.
+            (o1, b1), (o2, b2), (o3, b3), (o4, b4), (o5, b5) = c_segments
+            sw = buf.startswith
+            if (c_start == start and sw(b4, o4) and sw(b5, o5) and sw(b1, o1) and sw(b2, o2)
+                    and sw(b3, o3)):
+                objects[c_id] = c_ent
+                pos = c_end
+                continue
+        s1 = align(pos, 4)
+        oid, e1 = string(pos)
+        s2 = align(e1, 4)
+        kind, e2 = string(e1)
+        s3 = align(e2, 4)
+        parent, e3 = string(e2)
+        s4 = pos = align(e3, 8)
         px, py, pz, qx, qy, qz, qw, has_o = _POSE_BOOL.unpack_from(buf, pos)
-        pos = align(pos + 57, 8)
+        s5 = pos = align(pos + 57, 8)
         sx, sy, sz, has_s = _VEC_BOOL.unpack_from(buf, pos)
         pos += 25
         ent = objects[oid] = _construct(EntityState, {
@@ -112,7 +125,13 @@ def _decode(buf: bytes, cache: dict[str, tuple[bytes, EntityState]]) -> WorldSta
             "kind": kind or "object",
             "parent": parent or None,
         })
-        cache[oid] = (block, ent)
+        segments = ((s1, buf[s1:e1]), (s2, buf[s2:e2]), (s3, buf[s3:e3]),
+                    (s4, buf[s4:s4 + 57]), (s5, buf[s5:pos]))
+        entry = (start, pos, segments, oid, ent)
+        if k < len(cache):
+            cache[k] = entry
+        else:
+            cache.append(entry)
 
     joints: dict[str, JointState] = {}
     pos = align(pos, 4)
