@@ -1,0 +1,285 @@
+"""Schemas of everything the MANGO agents exchange, and the user inputs they read.
+
+The agent answers (`AtomicLibraryAnswer`, `AtomicOracle`, `OracleCandidate`,
+`AssessorReport`, `HackerReport`, `JudgeVerdict`, `Feedback`) are what any backend must
+return, so they stay flat and JSON-schema friendly: plain strings, lists and small enums.
+The formats follow spec §2 (oracle) and §4 (libraries, scene objects, function library).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from mango.errors import InputError, from_validation_error
+
+ExecutionMode = Literal["sequential", "any_order"]
+EntityKind = Literal["object", "region", "surface", "fixture", "joint", "device", "robot"]
+_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+# ----------------------------------------------------------------------------- libraries (§4)
+
+
+class AtomicTask(_Model):
+    """One atomic task (module I): a single skill with parameters and its effects."""
+
+    id: str
+    description: str = ""
+    parameters: list[str] = Field(default_factory=list)
+    pre_conditions: list[str] = Field(default_factory=list)
+    post_conditions: list[str] = Field(default_factory=list)
+
+
+class AtomicLibraryAnswer(_Model):
+    """Module I output: `{"atomic_library": [...]}`."""
+
+    atomic_library: list[AtomicTask]
+
+
+class AtomicOracle(_Model):
+    """One atomic task oracle (module II): a predicate expression over the task's parameters."""
+
+    id: str
+    description: str = ""
+    parameters: list[str] = Field(default_factory=list)
+    correctness_oracle: str
+
+
+class AtomicOracleLibrary(_Model):
+    """Module II output: `{"atomic_oracle_library": [...]}`."""
+
+    atomic_oracle_library: list[AtomicOracle]
+
+    def get(self, oracle_id: str) -> AtomicOracle | None:
+        return next((o for o in self.atomic_oracle_library if o.id == oracle_id), None)
+
+
+# ----------------------------------------------------------------------------- oracle (§2)
+
+
+class Monitor(_Model):
+    oracle_id: str
+    handle_as: str
+
+
+class ActionNode(_Model):
+    action_id: str
+    parameters: dict[str, str] = Field(default_factory=dict)
+    monitoring: list[Monitor] = Field(default_factory=list)
+
+
+class StepNode(_Model):
+    step: int
+    execution_mode: ExecutionMode = "sequential"
+    actions: list[ActionNode] | None = None
+    steps: list[StepNode] | None = None
+
+
+class OracleCandidate(_Model):
+    """A fine-grained oracle (spec §2), the module III candidate."""
+
+    instruction: str
+    execution_mode: ExecutionMode = "sequential"
+    plan: list[StepNode]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def actions(self) -> list[tuple[str, ActionNode]]:
+        """Every action with its step path (spec §2 "step paths")."""
+        out: list[tuple[str, ActionNode]] = []
+
+        def walk(nodes: list[StepNode], prefix: str) -> None:
+            for i, node in enumerate(nodes, start=1):
+                path = f"{prefix}{i}"
+                if node.steps:
+                    walk(node.steps, path + ".")
+                for j, act in enumerate(node.actions or [], start=1):
+                    out.append((f"{path}.{j}", act))
+
+        walk(self.plan, "")
+        return out
+
+
+# ----------------------------------------------------------------------------- agent answers
+
+
+class AssessorReport(_Model):
+    """What every assessor returns: the problems it found and a 0-10 score."""
+
+    aspect: str = ""
+    issues: list[str] = Field(default_factory=list)
+    score: int = Field(ge=0, le=10)
+
+
+class HackerReport(_Model):
+    """The Oracle Hacker's answer: a state that wrongly passes the oracle, if it found one."""
+
+    exploit_found: bool
+    counterexample: str = ""
+    issues: list[str] = Field(default_factory=list)
+
+
+class JudgeVerdict(_Model):
+    verdict: Literal["APPROVED", "REJECTED"]
+    reasons: list[str] = Field(default_factory=list)
+    refinement_instructions: list[str] = Field(default_factory=list)
+
+    @property
+    def approved(self) -> bool:
+        return self.verdict == "APPROVED"
+
+
+class Feedback(_Model):
+    """Report Interpretation: the rejection turned into instructions for the next iteration."""
+
+    feedback: list[str] = Field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+class PredicateInfo(_Model):
+    """One simulator function of a function library (spec §4)."""
+
+    predicate: str
+    description: str = ""
+    input_arguments: list[str] = Field(default_factory=list)
+    type: str = ""
+
+    @property
+    def arity(self) -> int:
+        return len(self.input_arguments)
+
+
+class FunctionCatalog(_Model):
+    """A function library as data, for prompts and the offline planner (spec §4 form)."""
+
+    predicates: dict[str, PredicateInfo]
+
+    def names(self) -> list[str]:
+        return sorted(self.predicates)
+
+    def has(self, name: str) -> bool:
+        return name in self.predicates
+
+
+class SceneTask(_Model):
+    """The grounding input for one instruction (spec §4 scene objects)."""
+
+    id: str
+    objects: list[str] = Field(default_factory=list)
+    states: list[str] = Field(default_factory=list)
+    descriptions: dict[str, str] = Field(default_factory=dict)
+    kinds: dict[str, EntityKind] = Field(default_factory=dict)
+
+    @field_validator("objects", "states")
+    @classmethod
+    def _ids(cls, v: list[str]) -> list[str]:
+        for item in v:
+            if not _ID.match(item):
+                raise ValueError(f"'{item}' is not a valid entity id")
+        return v
+
+    def entities(self) -> list[str]:
+        """Every id a predicate may take, movable objects first, without duplicates."""
+        return list(dict.fromkeys([*self.objects, *self.states]))
+
+    def kind_of(self, entity: str) -> str | None:
+        """The declared kind; else `object` for movable ones; else None (unknown)."""
+        if entity in self.kinds:
+            return self.kinds[entity]
+        if entity in self.objects:
+            return "object"
+        return None
+
+
+class SceneFile(_Model):
+    task_objects: list[SceneTask]
+
+
+# ----------------------------------------------------------------------------- readers
+
+
+def read_json(path: str | Path) -> Any:
+    """Read a JSON file; a syntax error names the file, line and column."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", file=str(p)) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno, column=exc.colno
+        ) from None
+
+
+def _validate(model: type[_Model], data: Any, file: str, prefix: str = "") -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc, file=file, prefix=prefix) from None
+
+
+def load_tasks(path: str | Path) -> list[str]:
+    """TASKS.json (spec §7): a non-empty JSON list of instruction strings."""
+    data = read_json(path)
+    if not isinstance(data, list) or not data:
+        raise InputError("expected a non-empty JSON list of instruction strings", file=str(path))
+    for i, item in enumerate(data):
+        if not isinstance(item, str) or not item.strip():
+            raise InputError("must be a non-empty string", file=str(path), field=f"[{i}]")
+    return [s.strip() for s in data]
+
+
+def load_scene_file(path: str | Path) -> SceneFile:
+    data = read_json(path)
+    if isinstance(data, dict) and "task_objects" not in data and "id" in data:
+        data = {"task_objects": [data]}  # a single entry is accepted as well
+    scene = _validate(SceneFile, data, str(path))
+    if not scene.task_objects:
+        raise InputError("no entries", file=str(path), field="task_objects")
+    for i, entry in enumerate(scene.task_objects):
+        if not entry.entities():
+            raise InputError(
+                "an entry needs 'objects' or 'states'", file=str(path), field=f"task_objects[{i}]"
+            )
+    return scene
+
+
+def _norm_text(s: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", s.lower()).split())
+
+
+def select_scene(scene: SceneFile, instruction: str, file: str | None = None) -> SceneTask:
+    """The entry whose id is the instruction (case/punctuation-insensitive), or the only one."""
+    want = _norm_text(instruction)
+    for entry in scene.task_objects:
+        if _norm_text(entry.id) == want:
+            return entry
+    if len(scene.task_objects) == 1:
+        return scene.task_objects[0]
+    raise InputError(
+        f"no entry for instruction '{instruction}' among {len(scene.task_objects)} entries",
+        file=file,
+        field="task_objects[].id",
+    )
+
+
+def load_atomic_library(path: str | Path) -> AtomicLibraryAnswer:
+    return _validate(AtomicLibraryAnswer, read_json(path), str(path))
+
+
+def load_atomic_oracle_library(path: str | Path) -> AtomicOracleLibrary:
+    return _validate(AtomicOracleLibrary, read_json(path), str(path))
