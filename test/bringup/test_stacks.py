@@ -74,9 +74,15 @@ def _fake_launch_modules(share: Path) -> dict[str, types.ModuleType]:
 
     mods = {name: types.ModuleType(name) for name in (
         "launch", "launch.actions", "launch.events", "launch_ros", "launch_ros.actions",
-        "ament_index_python", "ament_index_python.packages")}
+        "ament_index_python", "ament_index_python.packages",
+        "launch.launch_description_sources", "launch.substitutions")}
     mods["launch"].LaunchDescription = LaunchDescription
     mods["launch.actions"].EmitEvent = lambda **kw: ("emit", kw)
+    # launch files that include other packages' launch files (fr3.launch.py: franka_bringup)
+    mods["launch.actions"].DeclareLaunchArgument = lambda *a, **kw: ("argument", a, kw)
+    mods["launch.actions"].IncludeLaunchDescription = lambda *a, **kw: ("include", a, kw)
+    mods["launch.launch_description_sources"].PythonLaunchDescriptionSource = lambda p: p
+    mods["launch.substitutions"].LaunchConfiguration = lambda name: ("config", name)
     mods["launch.events"].Shutdown = lambda **kw: ("shutdown", kw)
     mods["launch_ros.actions"].Node = Node
     mods["ament_index_python.packages"].get_package_share_directory = lambda pkg: str(share)

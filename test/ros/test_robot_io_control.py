@@ -3,7 +3,8 @@
 Tolerances stated here: a 1 s chunk is tracked with a joint error under 0.1 rad at every
 point's time (the sim's position actuators lag while moving) and under 0.02 rad once settled;
 a cancel or halt is followed by no motion command sent later than one control period plus
-100 ms of margin for transport and scheduling on a loaded machine (the bench measures the latency itself).
+100 ms of margin for transport and scheduling on a loaded machine (the bench measures the
+latency itself).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -125,7 +125,7 @@ def ramp(start: np.ndarray, delta: np.ndarray, n: int) -> np.ndarray:
     return np.array([start + delta * (k / n) for k in range(1, n + 1)])
 
 
-def send(client: ActionClient, goal: object, timeout: float = 10.0):  # noqa: ANN201
+def send(client: ActionClient, goal: object, timeout: float = 10.0):
     fut = client.send_goal_async(goal)
     wait_for(fut.done, timeout, "goal acceptance")
     gh = fut.result()
@@ -133,7 +133,7 @@ def send(client: ActionClient, goal: object, timeout: float = 10.0):  # noqa: AN
     return gh
 
 
-def result_of(gh, timeout: float = 30.0):  # noqa: ANN001, ANN201
+def result_of(gh, timeout: float = 30.0):
     fut = gh.get_result_async()
     wait_for(fut.done, timeout, "result")
     return fut.result().result
@@ -183,7 +183,8 @@ def _set(pts: np.ndarray, k: int, j: int, value: float) -> np.ndarray:
 @pytest.mark.parametrize(
     ("mutate", "reason"),
     [
-        (lambda pts, names: (_set(pts, 3, 2, math.nan), names), "fr3_joint3: position is not finite"),
+        (lambda pts, names: (_set(pts, 3, 2, math.nan), names),
+         "fr3_joint3: position is not finite"),
         (lambda pts, names: (_set(pts, 2, 3, -0.1), names), "point 2, fr3_joint4: position -0.1000"
          " rad beyond its limits"),
         (lambda pts, names: (pts, [*names[:6], "fr3_joint9"]), "unknown ['fr3_joint9']"),
@@ -193,7 +194,7 @@ def _set(pts: np.ndarray, k: int, j: int, value: float) -> np.ndarray:
     ],
     ids=["nan", "beyond_limit", "wrong_joint", "joint_count", "too_fast"],
 )
-def test_invalid_goal_rejected_with_reason(rig: Rig, mutate, reason: str) -> None:  # noqa: ANN001
+def test_invalid_goal_rejected_with_reason(rig: Rig, mutate, reason: str) -> None:
     q0 = rig.measured()
     pts, names = mutate(ramp(q0, np.full(7, 0.01), 5), list(JOINTS))
     n_cmd = len(rig.commands)
@@ -288,3 +289,18 @@ def test_unreachable_motion_rejected_before_moving(rig: Rig) -> None:
     assert res.status == ExecuteMotion.Result.STATUS_REJECTED
     assert res.message.startswith("command 1 (move 2000 mm")
     assert len(rig.commands) == n_cmd
+
+
+def test_cancelled_motion_stops_at_the_next_command_boundary(rig: Rig) -> None:
+    res = result_of(send(rig.motion, ExecuteMotion.Goal(commands=[_cmd(MotionCommand.HOME)])))
+    assert res.status == ExecuteMotion.Result.STATUS_SUCCEEDED, res.message
+    z0 = res.measured_poses[-1].position.z
+    goal = ExecuteMotion.Goal(commands=[_cmd(MotionCommand.MOVE, dz=-1.0, distance_mm=40.0)
+                                        for _ in range(3)])
+    gh = send(rig.motion, goal)
+    time.sleep(0.2)  # inside the first 40 mm move
+    gh.cancel_goal_async()
+    res = result_of(gh)
+    assert res.status == ExecuteMotion.Result.STATUS_CANCELLED, res.message
+    assert res.commands_executed == 1  # the first move finished, the rest never started
+    assert res.measured_poses[0].position.z == pytest.approx(z0 - 0.04, abs=0.01)

@@ -447,7 +447,7 @@ class FrankaControlNode(Node):
         else:
             goal_handle.abort()
         if status == result.STATUS_REJECTED:
-            self.get_logger().warn(f"goal rejected: {message}")
+            self.get_logger().warning(f"goal rejected: {message}")
         return result
 
     def _stop_status(self, run: _Run, result: Any) -> int:

@@ -117,9 +117,20 @@ class SimNode(Node):
             raise job.error
         return job.result
 
+    def _running(self) -> bool:
+        # Ctrl-C shuts the context down before destroy_node: stop publishing then.
+        return not self._stop.is_set() and self.context.ok()
+
     def _physics_loop(self) -> None:
+        try:
+            self._physics_steps()
+        except Exception:
+            if self._running():
+                raise
+
+    def _physics_steps(self) -> None:
         wall0, sim0 = time.monotonic(), self.env.time
-        while not self._stop.is_set():
+        while self._running():
             with self._jobs_lock:
                 jobs, self._jobs = self._jobs, []
             for job in jobs:
@@ -160,9 +171,16 @@ class SimNode(Node):
         self.ws_pub.publish(state_to_msg(env.world_state()))
 
     def _camera_loop(self) -> None:
+        try:
+            self._camera_frames()
+        except Exception:
+            if self._running():
+                raise
+
+    def _camera_frames(self) -> None:
         period = 1.0 / self.camera_rate
         next_t = time.monotonic()
-        while not self._stop.is_set():
+        while self._running():
             next_t += period
             env = self.env
             for name, (rgb_pub, depth_pub, info_pub) in self.cam_pubs.items():
@@ -242,7 +260,7 @@ class SimNode(Node):
         wall0, sim0 = time.monotonic(), env.time
         done_at: float | None = None
         end = state.t + scene.horizon
-        while state.t < end and not self._stop.is_set():
+        while state.t < end and self._running():
             for row in expert.act(state, env.joint_positions()):
                 env.step(row)
                 self._publish_state()

@@ -1,0 +1,112 @@
+"""Robot descriptions (`config/robots/*.yaml`): joint names, limits, home and workspace, as data.
+
+Every goal the control node accepts is checked against one of these before the arm moves, so
+the limits live in one reviewed file per robot (the FR3 datasheet's, or the simulated model's).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from mango.errors import InputError, from_validation_error
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+ROBOTS_DIR = REPO_ROOT / "config" / "robots"
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+Vec3 = tuple[Finite, Finite, Finite]
+
+
+class WorkspaceBox(BaseModel):
+    """Axis-aligned box (base frame, metres) the hand must stay inside."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    min: Vec3
+    max: Vec3
+
+    @model_validator(mode="after")
+    def _ordered(self) -> WorkspaceBox:
+        if any(lo >= hi for lo, hi in zip(self.min, self.max, strict=True)):
+            raise ValueError("workspace min must be below max on every axis")
+        return self
+
+    def contains(self, p: np.ndarray, margin: float = 0.0) -> bool:
+        lo, hi = np.asarray(self.min) - margin, np.asarray(self.max) + margin
+        return bool(np.all(p >= lo) and np.all(p <= hi))
+
+
+class RobotConfig(BaseModel):
+    """One arm: 7 joints with position/velocity limits, a gripper, home pose, workspace."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    joint_names: tuple[str, ...]
+    position_lower: tuple[Finite, ...]
+    position_upper: tuple[Finite, ...]
+    velocity_limits: tuple[Annotated[float, Field(gt=0, allow_inf_nan=False)], ...]
+    gripper_max_width: Annotated[float, Field(gt=0)] = 0.08
+    home: tuple[Finite, ...]
+    kinematics: Literal["sim", "fr3_dh"] = "sim"
+    workspace: WorkspaceBox
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RobotConfig:
+        n = len(self.joint_names)
+        if n != 7 or len(set(self.joint_names)) != 7:
+            raise ValueError("joint_names must list 7 distinct names")
+        for f in ("position_lower", "position_upper", "velocity_limits", "home"):
+            if len(getattr(self, f)) != n:
+                raise ValueError(f"{f} must have {n} values, one per joint")
+        for i, (lo, hi, h) in enumerate(zip(self.position_lower, self.position_upper, self.home,
+                                            strict=True)):
+            if not lo < hi:
+                raise ValueError(f"joint {self.joint_names[i]}: lower limit must be below upper")
+            if not lo <= h <= hi:
+                raise ValueError(f"home of {self.joint_names[i]} lies outside its limits")
+        return self
+
+    @property
+    def lower(self) -> np.ndarray:
+        return np.asarray(self.position_lower, float)
+
+    @property
+    def upper(self) -> np.ndarray:
+        return np.asarray(self.position_upper, float)
+
+    @property
+    def vmax(self) -> np.ndarray:
+        return np.asarray(self.velocity_limits, float)
+
+
+def robot_path(name_or_path: str | Path) -> Path:
+    """A robot file by path, or by name in `config/robots/`."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or p.exists():
+        return p
+    return ROBOTS_DIR / f"{name_or_path}.yaml"
+
+
+def load_robot(name_or_path: str | Path) -> RobotConfig:
+    """Read and validate a robot file; errors name the file and field."""
+    path = robot_path(name_or_path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        known = ", ".join(sorted(p.stem for p in ROBOTS_DIR.glob("*.yaml")))
+        raise InputError(f"cannot read robot file: {exc.strerror} (known robots: {known})",
+                         file=str(path)) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path),
+                         line=mark.line + 1 if mark else None,
+                         column=mark.column + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise InputError("a robot file must be a mapping", file=str(path))
+    try:
+        return RobotConfig.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc, file=str(path)) from None

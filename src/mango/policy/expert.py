@@ -1,0 +1,47 @@
+"""The sim's scripted expert as a policy backend: the same planner (`ExpertPolicy`), driven by
+the world state the robot publishes instead of the simulator's internals."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mango.errors import InputError
+from mango.policy.base import PolicyConfig, preset_for
+from mango.policy.presets import Observation, ObservationPreset, PolicyError
+
+
+class ExpertBackend:
+    def __init__(self, scene: str, fault: str | None, preset: ObservationPreset) -> None:
+        from mango.sim.env import as_scene
+        from mango.sim.expert import ExpertPolicy
+        from mango.sim.faults import parse_fault
+
+        self.scene = as_scene(scene)
+        self._fault = parse_fault(fault) if fault else None
+        self.expert = ExpertPolicy(self.scene, self._fault)
+        self.preset = preset
+
+    @classmethod
+    def from_config(cls, cfg: PolicyConfig) -> ExpertBackend:
+        if not cfg.scene:
+            raise InputError("the expert backend needs the scene it plans for", field="scene")
+        return cls(cfg.scene, cfg.fault, preset_for(cfg, "joint"))
+
+    def reset(self, instruction: str) -> None:
+        self.expert.reset()
+
+    def infer(self, obs: Observation) -> np.ndarray:
+        if obs.world_state is None:
+            raise PolicyError("the expert backend needs the world state (/world_state)")
+        return self.expert.act(obs.world_state, obs.joint_positions)
+
+    @property
+    def done(self) -> bool:
+        return self.expert.done
+
+    @property
+    def error(self) -> str | None:
+        return self.expert.error
+
+    def close(self) -> None:
+        pass

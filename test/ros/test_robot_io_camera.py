@@ -1,0 +1,58 @@
+"""camera_node publishes a looping folder of 640x480 frames with the calibration's CameraInfo."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import imageio.v2 as imageio
+import numpy as np
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image
+from support.ros import Processes, wait_for
+
+from mango.ros.images import image_to_numpy
+
+REPO = Path(__file__).resolve().parents[2]
+CALIBRATION = REPO / "config" / "cameras" / "example_640x480.yaml"
+
+
+def test_files_camera_publishes_frames_and_info(
+    ros_node: Node, processes: Processes, namespace: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for k in range(3):
+        img = np.zeros((480, 640, 3), np.uint8)
+        img[..., k] = 200  # red, green, blue
+        imageio.imwrite(folder / f"{k}.png", img)
+    images: list[tuple[float, Image]] = []
+    infos: list[CameraInfo] = []
+    ros_node.create_subscription(Image, f"{namespace}/camera/image_raw",
+                                 lambda m: images.append((time.monotonic(), m)), 10)
+    ros_node.create_subscription(CameraInfo, f"{namespace}/camera/camera_info", infos.append, 10)
+    processes.start("camera", "mango.nodes.camera_node", "-r", f"__ns:={namespace}/camera",
+                    "-p", "backend:=files", "-p", f"source:={folder}", "-p", "rate:=20.0",
+                    "-p", f"calibration_file:={CALIBRATION}", "-p", "frame_id:=front_camera")
+    wait_for(lambda: len(images) >= 30, timeout=30, what="30 frames")
+    msgs = [m for _, m in images]
+    assert all((m.width, m.height, m.encoding) == (640, 480, "rgb8") for m in msgs)
+    colours = [int(np.argmax(image_to_numpy(m)[0, 0])) for m in msgs]
+    start = colours.index(0)
+    assert colours[start:start + 6] == [0, 1, 2, 0, 1, 2]  # looping in name order
+    stamps = [t for t, _ in images[5:30]]
+    rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
+    assert 14.0 < rate < 26.0, rate
+    info = infos[-1]
+    assert info.header.frame_id == "front_camera" and (info.width, info.height) == (640, 480)
+    assert list(info.k) == [615.0, 0.0, 320.0, 0.0, 615.0, 240.0, 0.0, 0.0, 1.0]
+    assert list(info.d)[:2] == [0.05, -0.1]
+
+
+def test_bad_source_is_one_error_line(processes: Processes, namespace: str,
+                                      tmp_path: Path) -> None:
+    proc = processes.start("camera", "mango.nodes.camera_node", "-r", f"__ns:={namespace}",
+                           "-p", "backend:=files", "-p", f"source:={tmp_path / 'missing'}")
+    assert proc.wait(timeout=30) == 1
+    log = processes.log("camera")
+    assert "error:" in log and "no such folder or video file" in log and "Traceback" not in log

@@ -1,0 +1,374 @@
+"""The franka_ros2 backend of franka_control_node against fake controller and gripper servers.
+
+control_msgs and franka_msgs exist only on a system ROS 2, so this builds test-only stand-ins
+(test/data/robot_io/interfaces: the documented fields of FollowJointTrajectory and of the
+franka gripper's Move/Grasp/Homing) with the venv's rosidl tooling, once, into
+build/test_interfaces/<hash of the definitions>. The fakes act as the robot: the trajectory
+server moves the published joint states along the received points, and can fail the way
+the joint trajectory controller does.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import rclpy
+from builtin_interfaces.msg import Duration
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from sensor_msgs.msg import JointState
+from support.ros import Processes, wait_for
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from mango.control import load_robot
+from mango_ros.action import ExecuteChunk
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+IFACES = REPO / "test" / "data" / "robot_io" / "interfaces"
+ROBOT = load_robot("fr3")
+JOINTS = list(ROBOT.joint_names)
+
+
+def _digest() -> str:
+    h = hashlib.sha256()
+    for p in sorted(IFACES.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(IFACES)).encode() + p.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def build_test_interfaces() -> Path:
+    """Build (once) and return the install prefix of the test-only interface packages."""
+    root = REPO / "build" / "test_interfaces" / _digest()
+    prefix = root / "install"
+    if (root / "done").exists():
+        return prefix
+    venv = sys.prefix
+    env = dict(os.environ, AMENT_PREFIX_PATH=f"{prefix}:{venv}",
+               CMAKE_PREFIX_PATH=f"{prefix}:{venv}")
+    for pkg in ("control_msgs", "franka_msgs"):
+        b = root / f"build-{pkg}"
+        for cmd in (["cmake", "-S", str(IFACES / pkg), "-B", str(b),
+                     f"-DCMAKE_INSTALL_PREFIX={prefix}", "-DBUILD_TESTING=OFF",
+                     f"-DCMAKE_PROJECT_INCLUDE={REPO}/cmake/fix_opt_python.cmake",
+                     f"-DPython3_EXECUTABLE={sys.executable}"],
+                    ["cmake", "--build", str(b), "-j2"], ["cmake", "--install", str(b)]):
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            assert out.returncode == 0, f"{' '.join(cmd)}:\n{out.stdout[-2000:]}{out.stderr}"
+    (root / "done").write_text("ok\n")
+    return prefix
+
+
+@pytest.fixture(scope="module")
+def ifaces() -> Path:
+    prefix = build_test_interfaces()
+    site = prefix / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / \
+        "site-packages"
+    # this process started without them on LD_LIBRARY_PATH: load the type support by hand
+    libs = sorted((prefix / "lib").glob("lib*.so"), key=lambda p: ("generator_c" not in p.name,
+                                                                   p.name))
+    for lib in libs:
+        ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
+    sys.path.insert(0, str(site))
+    return prefix
+
+
+@dataclass
+class FakeFranka:
+    """The robot side: FollowJointTrajectory + gripper actions + joint_states."""
+
+    node: Any
+    ns: str
+    q: np.ndarray = field(default_factory=lambda: np.asarray(ROBOT.home, float))
+    width: float = 0.08
+    mode: str = "ok"  # ok | path_error | reject | hang
+    grasp_ok: bool = True
+    goals: list[Any] = field(default_factory=list)
+    gripper_goals: list[tuple[str, Any]] = field(default_factory=list)
+    cancels: int = 0
+
+    def start(self) -> None:
+        from control_msgs.action import FollowJointTrajectory
+        from franka_msgs.action import Grasp, Move
+
+        g = ReentrantCallbackGroup()
+        self.pub = self.node.create_publisher(JointState, f"{self.ns}/joint_states", 10)
+        self.node.create_timer(0.01, self._publish, callback_group=g)
+        ActionServer(self.node, FollowJointTrajectory,
+                     f"{self.ns}/fr3_arm_controller/follow_joint_trajectory",
+                     execute_callback=self._fjt, goal_callback=self._accept,
+                     cancel_callback=self._cancel, callback_group=g)
+        ActionServer(self.node, Move, f"{self.ns}/franka_gripper/move",
+                     execute_callback=lambda gh: self._gripper("move", gh, Move),
+                     callback_group=g)
+        ActionServer(self.node, Grasp, f"{self.ns}/franka_gripper/grasp",
+                     execute_callback=lambda gh: self._gripper("grasp", gh, Grasp),
+                     callback_group=g)
+
+    def _publish(self) -> None:
+        msg = JointState(name=[*JOINTS, "fr3_finger_joint1", "fr3_finger_joint2"])
+        msg.position = [*self.q.tolist(), self.width / 2, self.width / 2]
+        self.pub.publish(msg)
+
+    def _accept(self, goal: Any) -> GoalResponse:
+        return GoalResponse.REJECT if self.mode == "reject" else GoalResponse.ACCEPT
+
+    def _cancel(self, _gh: Any) -> CancelResponse:
+        self.cancels += 1
+        return CancelResponse.ACCEPT
+
+    def _fjt(self, gh: Any) -> Any:
+        from control_msgs.action import FollowJointTrajectory
+
+        goal = gh.request
+        self.goals.append(goal)
+        result = FollowJointTrajectory.Result()
+        order = [list(goal.trajectory.joint_names).index(j) for j in JOINTS]
+        t0 = time.monotonic()
+        for k, pt in enumerate(goal.trajectory.points):
+            t = pt.time_from_start.sec + pt.time_from_start.nanosec * 1e-9
+            while time.monotonic() - t0 < t or self.mode == "hang":
+                if gh.is_cancel_requested:
+                    gh.canceled()  # the JTC holds position
+                    return result
+                time.sleep(0.002)
+            self.q = np.asarray(pt.positions)[order]
+            if self.mode == "path_error" and k == 1:
+                result.error_code = FollowJointTrajectory.Result.PATH_TOLERANCE_VIOLATED
+                result.error_string = "fr3_joint2 path error 0.21 > 0.1"
+                gh.abort()
+                return result
+        result.error_code = FollowJointTrajectory.Result.SUCCESSFUL
+        gh.succeed()
+        return result
+
+    def _gripper(self, kind: str, gh: Any, action: Any) -> Any:
+        self.gripper_goals.append((kind, gh.request))
+        res = action.Result()
+        if kind == "grasp" and not self.grasp_ok:
+            res.success, res.error = False, "object not grasped: width outside epsilon"
+            self.width = 0.0
+            gh.succeed()
+            return res
+        self.width = gh.request.width
+        res.success = True
+        gh.succeed()
+        return res
+
+
+@pytest.fixture(scope="module")
+def rig(ifaces: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, ...]]:
+    ns = f"/t{uuid.uuid4().hex[:8]}"
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node(f"fake_franka_{uuid.uuid4().hex[:6]}", context=ctx)
+    fake = FakeFranka(node, ns)
+    fake.start()
+    executor = MultiThreadedExecutor(num_threads=4, context=ctx)
+    executor.add_node(node)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    procs = Processes(tmp_path_factory.mktemp("franka"))
+    env = _env(ifaces)
+    old = dict(os.environ)
+    os.environ.update(env)
+    try:
+        procs.start("control", "mango.nodes.franka_control_node", "-r", f"__ns:={ns}",
+                    "-p", "backend:=franka_ros2", "-p", "robot:=fr3",
+                    "-p", f"arm_action:={ns}/fr3_arm_controller/follow_joint_trajectory",
+                    "-p", f"gripper_namespace:={ns}/franka_gripper",
+                    "-p", f"joint_states_topic:={ns}/joint_states",
+                    "-p", "server_timeout:=3.0")
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    client = ActionClient(node, ExecuteChunk, f"{ns}/execute_chunk")
+    try:
+        assert client.wait_for_server(timeout_sec=60), procs.log("control")
+        yield fake, client, procs
+    finally:
+        procs.stop_all()
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
+        thread.join(timeout=2.0)
+
+
+def _env(prefix: Path) -> dict[str, str]:
+    site = prefix / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / \
+        "site-packages"
+    return {
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+        "LD_LIBRARY_PATH": os.pathsep.join(filter(None, [str(prefix / "lib"),
+                                                         os.environ.get("LD_LIBRARY_PATH")])),
+        "AMENT_PREFIX_PATH": os.pathsep.join(filter(None, [str(prefix),
+                                                           os.environ.get("AMENT_PREFIX_PATH")])),
+    }
+
+
+def _goal(fake: FakeFranka, deltas: list[float], widths: list[float] | None = None,
+          rate: float = 15.0) -> ExecuteChunk.Goal:
+    goal = ExecuteChunk.Goal()
+    goal.trajectory = JointTrajectory(joint_names=JOINTS)
+    for k, d in enumerate(deltas, start=1):
+        sec, nsec = divmod(round(k / rate * 1e9), 10**9)
+        goal.trajectory.points.append(JointTrajectoryPoint(
+            positions=(fake.q + np.array([d, 0, 0, 0, 0, 0, 0])).tolist(),
+            time_from_start=Duration(sec=sec, nanosec=nsec)))
+    goal.gripper_widths = widths or []
+    return goal
+
+
+def _run(client: ActionClient, goal: ExecuteChunk.Goal, cancel_after: float | None = None
+         ) -> Any:
+    fut = client.send_goal_async(goal)
+    wait_for(fut.done, 10, "acceptance")
+    gh = fut.result()
+    if cancel_after is not None:
+        time.sleep(cancel_after)
+        gh.cancel_goal_async()
+    res = gh.get_result_async()
+    wait_for(res.done, 30, "result")
+    return res.result().result
+
+
+def test_chunk_becomes_a_follow_joint_trajectory_goal_and_a_grasp(rig: tuple) -> None:
+    fake, client, _ = rig
+    fake.mode, fake.grasp_ok, fake.width = "ok", True, 0.08
+    fake.goals.clear()
+    fake.gripper_goals.clear()
+    q0 = fake.q.copy()
+    res = _run(client, _goal(fake, [0.02, 0.04, 0.06, 0.08], widths=[0.08, 0.08, 0.02, 0.02]))
+    assert res.status == ExecuteChunk.Result.STATUS_SUCCEEDED, res.message
+    (goal,) = fake.goals
+    assert list(goal.trajectory.joint_names) == JOINTS
+    assert len(goal.trajectory.points) == 4
+    assert goal.trajectory.points[3].positions[0] == pytest.approx(q0[0] + 0.08)
+    t = goal.trajectory.points[2].time_from_start
+    assert t.sec + t.nanosec * 1e-9 == pytest.approx(3 / 15, abs=1e-6)
+    kinds = [(k, round(g.width, 3)) for k, g in fake.gripper_goals]
+    assert kinds == [("grasp", 0.02)]  # closing -> grasp; unchanged width -> nothing
+    grasp = fake.gripper_goals[0][1]
+    assert grasp.force == 20.0 and grasp.epsilon.outer == pytest.approx(0.08)
+    assert res.points_executed == 4 and res.max_joint_error < 0.05
+    # opening again is a plain move
+    fake.gripper_goals.clear()
+    res = _run(client, _goal(fake, [0.0, 0.0], widths=[0.08, 0.08]))
+    assert res.status == ExecuteChunk.Result.STATUS_SUCCEEDED, res.message
+    assert [(k, round(g.width, 3)) for k, g in fake.gripper_goals] == [("move", 0.08)]
+
+
+def test_controller_failure_maps_to_a_clear_result(rig: tuple) -> None:
+    fake, client, _ = rig
+    fake.mode = "path_error"
+    res = _run(client, _goal(fake, [0.01, 0.02, 0.03]))
+    fake.mode = "ok"
+    assert res.status == ExecuteChunk.Result.STATUS_FAILED
+    assert res.message == ("arm controller failed with PATH_TOLERANCE_VIOLATED: fr3_joint2 path "
+                           "error 0.21 > 0.1")
+
+
+def test_rejected_trajectory_maps_to_failed(rig: tuple) -> None:
+    fake, client, _ = rig
+    fake.mode = "reject"
+    res = _run(client, _goal(fake, [0.01]))
+    fake.mode = "ok"
+    assert res.status == ExecuteChunk.Result.STATUS_FAILED
+    assert "rejected the trajectory" in res.message
+
+
+def test_grasp_failure_maps_to_failed(rig: tuple) -> None:
+    fake, client, _ = rig
+    fake.mode, fake.grasp_ok, fake.width = "ok", False, 0.08
+    res = _run(client, _goal(fake, [0.0, 0.0], widths=[0.0, 0.0]))
+    fake.grasp_ok = True
+    assert res.status == ExecuteChunk.Result.STATUS_FAILED
+    assert res.message == ("gripper grasp to 0.000 m failed: object not grasped: width outside "
+                           "epsilon")
+
+
+def test_cancel_cancels_the_controller_goal(rig: tuple) -> None:
+    fake, client, _ = rig
+    fake.mode = "hang"
+    before = fake.cancels
+    res = _run(client, _goal(fake, [0.01, 0.02]), cancel_after=0.5)
+    fake.mode = "ok"
+    assert res.status == ExecuteChunk.Result.STATUS_CANCELLED
+    wait_for(lambda: fake.cancels > before, 5, "the controller goal cancelled")
+
+
+def test_invalid_goal_never_reaches_the_controller(rig: tuple) -> None:
+    fake, client, _ = rig
+    fake.goals.clear()
+    goal = _goal(fake, [0.01])
+    goal.trajectory.points[0].positions[5] = 0.1  # below the FR3's joint 6 limit
+    res = _run(client, goal)
+    assert res.status == ExecuteChunk.Result.STATUS_REJECTED
+    assert "fr3_joint6" in res.message and "0.5445" in res.message
+    assert fake.goals == []
+
+
+def test_missing_controller_is_reported(ifaces: Path, processes: Processes,
+                                        namespace: str) -> None:
+    from rclpy.node import Node  # noqa: F401 - the fixture's node type
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node(f"t_{uuid.uuid4().hex[:6]}", context=ctx)
+    fake = FakeFranka(node, namespace)
+    pub = node.create_publisher(JointState, f"{namespace}/joint_states", 10)
+    executor = MultiThreadedExecutor(num_threads=2, context=ctx)
+    executor.add_node(node)
+    timer = node.create_timer(0.01, lambda: pub.publish(JointState(
+        name=JOINTS, position=fake.q.tolist())))
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    old = dict(os.environ)
+    os.environ.update(_env(ifaces))
+    try:
+        processes.start("control", "mango.nodes.franka_control_node", "-r", f"__ns:={namespace}",
+                        "-p", "backend:=franka_ros2", "-p", "robot:=fr3",
+                        "-p", f"arm_action:={namespace}/no_controller/follow_joint_trajectory",
+                        "-p", f"joint_states_topic:={namespace}/joint_states",
+                        "-p", "server_timeout:=1.0")
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    try:
+        client = ActionClient(node, ExecuteChunk, f"{namespace}/execute_chunk")
+        assert client.wait_for_server(timeout_sec=60)
+        res = _run(client, _goal(fake, [0.01]))
+        assert res.status == ExecuteChunk.Result.STATUS_FAILED
+        assert res.message == (f"arm controller {namespace}/no_controller/follow_joint_trajectory "
+                               "is not available")
+    finally:
+        node.destroy_timer(timer)
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
+
+
+def test_without_system_packages_the_backend_says_so(processes: Processes,
+                                                     namespace: str) -> None:
+    proc = processes.start("control", "mango.nodes.franka_control_node", "-r",
+                           f"__ns:={namespace}", "-p", "backend:=franka_ros2", "-p", "robot:=fr3")
+    assert proc.wait(timeout=30) == 1
+    log = processes.log("control")
+    assert "needs control_msgs and franka_msgs from a system ROS 2" in log
+    assert "Traceback" not in log
