@@ -1,0 +1,409 @@
+"""Build a MuJoCo model for a scene: the Panda from gymnasium-robotics plus primitive geometry.
+
+Everything is built in code with `mujoco.MjSpec`; nothing is downloaded. Each geom is tagged
+with the entity (or robot part) it belongs to so contacts and segmentation map to ids.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from mango.errors import InputError
+from mango.sim.scene import ARTICULATED, EntitySpec, SceneSpec
+
+CONTROL_HZ = 15.0
+SUBSTEPS = 33  # physics steps per control step: dt = 1/(15*33) ~ 2 ms
+HAND_SITE = "hand_center"
+WALL = 0.008  # wall thickness of containers and fixtures
+
+PANDA_JOINTS: tuple[str, ...] = tuple(f"robot:panda0_joint{i}" for i in range(1, 8))
+FINGER_JOINTS: tuple[str, str] = ("robot:panda0_finger_joint1", "robot:panda0_finger_joint2")
+ROBOT_PART_OF_BODY: dict[str, str] = {
+    "panda0_leftfinger": "robot_left_finger",
+    "panda0_rightfinger": "robot_right_finger",
+    "panda0_link7": "robot_hand",
+}
+
+
+def franka_assets_dir() -> Path:
+    """The Panda MJCF inside gymnasium-robotics, located without importing that package."""
+    spec = importlib.util.find_spec("gymnasium_robotics")
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError("gymnasium-robotics is not installed (it provides the Panda model)")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    d = root / "envs" / "assets" / "kitchen_franka" / "franka_assets"
+    if not (d / "chain.xml").exists():
+        raise InputError(f"Panda model not found under {d}")
+    return d
+
+
+KNOB_HALF = 0.025
+DRAWER_FRAC = 0.45  # bottom drawer height / cabinet height
+
+
+def knob_local(e: EntitySpec) -> tuple[float, float, float]:
+    """Stove knob centre in the stove frame (front-right corner of the top)."""
+    sx, sy, sz = e.size
+    return (-sx / 2 + 0.045, -sy / 2 + 0.045, sz / 2 + KNOB_HALF)
+
+
+def drawer_handle_local(e: EntitySpec, q: float) -> tuple[float, float, float]:
+    """Front of the bottom drawer's handle in the cabinet frame, for drawer joint value q."""
+    sx, _, sz = e.size
+    dz = sz * DRAWER_FRAC / 2
+    return (-sx / 2 + WALL + 0.002 - 0.024 + q, 0.0, -sz / 2 + WALL + dz + 0.002)
+
+
+def door_hinge_local(e: EntitySpec) -> tuple[float, float, float]:
+    """Microwave door hinge (axis -z) in the microwave frame; the closed door spans +y from it.
+
+    At joint value q the door points along (sin q, cos q): q = 0 closed, q < 0 open (LIBERO).
+    """
+    sx, sy, _ = e.size
+    return (-sx / 2 - WALL / 2 - 0.001, -sy / 2, 0.0)
+
+
+@dataclass
+class BuiltScene:
+    """A compiled model and the maps from MuJoCo ids to the scene's entity ids."""
+
+    scene: SceneSpec
+    model: mujoco.MjModel
+    geom_owner: list[str | None]  # geom id -> entity id / robot part / None
+    entity_body: dict[str, int]  # entity id -> body id (its base)
+    part_body: dict[tuple[str, str], int]  # (entity id, part) -> body id
+    region_site: dict[str, int]  # region id -> site id
+    free_qpos: dict[str, int]  # movable entity id -> qpos address of its free joint
+    free_dof: dict[str, int]
+    joint_qpos: dict[str, int]  # scene joint id -> qpos address
+    joint_id: dict[str, int]
+    arm_qpos: list[int]
+    arm_dof: list[int]
+    arm_actuators: list[int]
+    finger_qpos: list[int]
+    finger_actuators: list[int]
+    hand_site: int
+    seg_ids: list[str] = field(default_factory=list)  # segmentation index -> id
+
+
+def _quat_yaw(deg: float) -> list[float]:
+    a = math.radians(deg) / 2
+    return [math.cos(a), 0.0, 0.0, math.sin(a)]
+
+
+def _mat_quat_cols(x: tuple[float, ...], y: tuple[float, ...], z: tuple[float, ...]) -> list:
+    """Quaternion of the rotation whose columns are x, y, z (orthonormalised)."""
+    zz = np.asarray(z, float) / np.linalg.norm(z)
+    xx = np.asarray(x, float) - np.dot(x, zz) * zz
+    xx /= np.linalg.norm(xx)
+    yy = np.cross(zz, xx)
+    q = np.zeros(4)
+    mujoco.mju_mat2Quat(q, np.column_stack([xx, yy, zz]).flatten())
+    return q.tolist()
+
+
+def _lookat_quat(pos: tuple[float, ...], target: tuple[float, ...]) -> list[float]:
+    """Camera orientation looking from pos at target with world z up (camera looks along -z)."""
+    fwd = np.asarray(target, float) - np.asarray(pos, float)
+    fwd /= np.linalg.norm(fwd)
+    z = -fwd
+    x = np.cross([0.0, 0.0, 1.0], z)
+    if np.linalg.norm(x) < 1e-6:
+        x = np.array([1.0, 0.0, 0.0])
+    x /= np.linalg.norm(x)
+    y = np.cross(z, x)
+    q = np.zeros(4)
+    mujoco.mju_mat2Quat(q, np.column_stack([x, y, z]).flatten())
+    return q.tolist()
+
+
+class _Builder:
+    def __init__(self, scene: SceneSpec) -> None:
+        self.scene = scene
+        d = franka_assets_dir()
+        base = scene.robot.base
+        xml = f"""<mujoco model="{scene.name}">
+  <include file="{d}/assets.xml"/>
+  <compiler meshdir="{d}/meshes" inertiafromgeom="true"/>
+  <include file="{d}/actuator.xml"/>
+  <worldbody>
+    <body name="robot_base" pos="{base[0]} {base[1]} {base[2]}">
+      <include file="{d}/chain.xml"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+        self.spec = mujoco.MjSpec.from_string(xml)
+        self.spec.option.timestep = 1.0 / (CONTROL_HZ * SUBSTEPS)
+        self.spec.option.noslip_iterations = 3
+        self.spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+        self.spec.option.impratio = 10
+        self.spec.visual.global_.offwidth = 1280
+        self.spec.visual.global_.offheight = 960
+        self.geom_tags: dict[str, str] = {}  # geom name -> entity id
+        self._n = 0
+
+    def _geom(self, body: mujoco.MjsBody, owner: str, **kw: object) -> mujoco.MjsGeom:
+        self._n += 1
+        name = f"{owner}__g{self._n}"
+        kw.setdefault("contype", 1)
+        kw.setdefault("conaffinity", 1)
+        kw.setdefault("group", 1)
+        g = body.add_geom(name=name, **kw)
+        self.geom_tags[name] = owner
+        return g
+
+    def _box(self, body, owner, center, half, rgba, **kw) -> None:
+        self._geom(
+            body, owner, type=mujoco.mjtGeom.mjGEOM_BOX, pos=list(center), size=list(half),
+            rgba=list(rgba), **kw,
+        )
+
+    def _open_box(self, body, owner, size, rgba, wall=WALL, divider=False, **kw) -> None:
+        sx, sy, sz = (s / 2 for s in size)
+        t = wall / 2
+        self._box(body, owner, (0, 0, -sz + t), (sx, sy, t), rgba, **kw)
+        self._box(body, owner, (sx - t, 0, 0), (t, sy, sz), rgba, **kw)
+        self._box(body, owner, (-sx + t, 0, 0), (t, sy, sz), rgba, **kw)
+        self._box(body, owner, (0, sy - t, 0), (sx, t, sz), rgba, **kw)
+        self._box(body, owner, (0, -sy + t, 0), (sx, t, sz), rgba, **kw)
+        if divider:
+            self._box(body, owner, (0, 0, -sz * 0.1), (t, sy, sz * 0.9), rgba, **kw)
+
+    def build(self) -> BuiltScene:
+        sc = self.scene
+        wb = self.spec.worldbody
+        for b in self.spec.bodies:
+            if b.name.startswith("panda0_"):
+                b.gravcomp = 1.0
+        link7 = self.spec.body("panda0_link7")
+        link7.add_site(name=HAND_SITE, pos=[0, 0, 0.226], euler=[0, 0, -0.785398], size=[0.005],
+                       group=5)
+        # on the side of the hand (its thin side), looking along the fingers (link7 +z), tilted
+        # a little toward them like a hand-mounted camera
+        wrist = link7.add_camera(name="wrist", pos=[0.055, -0.055, 0.125], fovy=70.0)
+        out = np.array([0.707107, -0.707107, 0.0])  # from the hand axis toward the camera
+        view = np.array([0.0, 0.0, 1.0]) - 0.2 * out
+        zc = -view / np.linalg.norm(view)  # a camera looks along its -z
+        yc = out - np.dot(out, zc) * zc  # image up: away from the fingers
+        wrist.quat = _mat_quat_cols(x=tuple(np.cross(yc, zc)), y=tuple(yc), z=tuple(zc))
+        directional = mujoco.mjtLightType.mjLIGHT_DIRECTIONAL
+        wb.add_light(name="top", pos=[0, 0, 3.0], dir=[0, 0, -1], type=directional,
+                     diffuse=[0.7, 0.7, 0.7], specular=[0.1, 0.1, 0.1], castshadow=0)
+        wb.add_light(name="front", pos=[1.5, 0, 2.0], dir=[-1, 0, -1], type=directional,
+                     diffuse=[0.4, 0.4, 0.4], specular=[0.0, 0.0, 0.0], castshadow=0)
+        wb.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[3, 3, 0.1],
+                    rgba=[0.35, 0.35, 0.38, 1], contype=1, conaffinity=1)
+        t = sc.table
+        table = wb.add_body(name=t.id, pos=[0, 0, t.height])
+        self._box(table, t.id, (0, 0, -0.025), (t.size[0] / 2, t.size[1] / 2, 0.025), t.color,
+                  friction=[1.0, 0.005, 0.0001])
+        for c in sc.cameras:
+            wb.add_camera(name=c.name, pos=list(c.pos), quat=_lookat_quat(c.pos, c.lookat),
+                          fovy=c.fovy)
+        for e in sc.entities:
+            self._entity(e)
+        for r in sc.regions:
+            if r.parent == t.id:
+                body = table
+            else:
+                owner = sc.entity(r.parent)
+                name = r.parent if r.part == "base" else f"{r.parent}__{r.part}"
+                body = self.spec.body(name)
+                del owner
+            body.add_site(name=r.id, type=mujoco.mjtGeom.mjGEOM_BOX, pos=list(r.offset),
+                          size=[s / 2 for s in r.size], rgba=[0, 1, 0, 0.15], group=5)
+        model = self.spec.compile()
+        return self._maps(model)
+
+    def _entity(self, e: EntitySpec) -> None:
+        sc = self.scene
+        sx, sy, sz = e.size
+        z = sc.table.height + sz / 2
+        body = self.spec.worldbody.add_body(
+            name=e.id, pos=[e.position[0], e.position[1], z], quat=_quat_yaw(e.yaw)
+        )
+        rgba = e.color
+        grip = {"friction": [1.2, 0.01, 0.0002], "condim": 4}
+        if e.shape not in ARTICULATED:
+            body.add_freejoint(name=f"{e.id}__free")
+        vol = sx * sy * sz
+        dens = e.mass / max(vol, 1e-9)
+        if e.shape == "box":
+            self._box(body, e.id, (0, 0, 0), (sx / 2, sy / 2, sz / 2), rgba, density=dens, **grip)
+        elif e.shape in ("cylinder", "plate"):
+            dens = e.mass / (math.pi * (sx / 2) ** 2 * sz)
+            self._geom(body, e.id, type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[sx / 2, sz / 2, 0],
+                       rgba=list(rgba), density=dens, **grip)
+        elif e.shape == "mug":
+            dens = e.mass / (math.pi * (sx / 2) ** 2 * sz)
+            self._geom(body, e.id, type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[sx / 2, sz / 2, 0],
+                       rgba=list(rgba), density=dens, **grip)
+            # handle toward +x (away from the robot), outside the grasp
+            self._box(body, e.id, (sx / 2 + 0.012, 0, 0), (0.012, 0.006, sz * 0.3), rgba,
+                      density=dens * 0.2)
+        elif e.shape in ("bowl", "basket", "caddy"):
+            wall = 0.006 if e.shape != "bowl" else 0.008
+            self._open_box(body, e.id, e.size, rgba, wall=wall, divider=e.shape == "caddy",
+                           density=e.mass / (2 * (sx * sy + sx * sz + sy * sz) * wall), **grip)
+        elif e.shape == "drawer_cabinet":
+            self._cabinet(body, e)
+        elif e.shape == "microwave":
+            self._microwave(body, e)
+        elif e.shape == "stove":
+            self._stove(body, e)
+
+    def _cabinet(self, body: mujoco.MjsBody, e: EntitySpec) -> None:
+        assert e.joint is not None
+        sx, sy, sz = (s / 2 for s in e.size)
+        t = WALL / 2
+        rgba = e.color
+        self._box(body, e.id, (sx - t, 0, 0), (t, sy, sz), rgba)  # back (+x)
+        self._box(body, e.id, (0, sy - t, 0), (sx, t, sz), rgba)
+        self._box(body, e.id, (0, -sy + t, 0), (sx, t, sz), rgba)
+        self._box(body, e.id, (0, 0, sz - t), (sx, sy, t), rgba)  # top
+        self._box(body, e.id, (0, 0, -sz + t), (sx, sy, t), rgba)  # floor
+        hd = e.size[2] * DRAWER_FRAC  # bottom drawer height
+        shelf_z = -sz + WALL + hd + 0.004
+        self._box(body, e.id, (0, 0, shelf_z + t), (sx, sy, t), rgba)
+        upper = (sz - t) - (shelf_z + WALL)
+        self._box(body, e.id, (-sx + t, 0, shelf_z + WALL + upper / 2), (t, sy, upper / 2), rgba)
+        self._box(body, e.id, (-sx - 0.01, 0, shelf_z + WALL + upper / 2),
+                  (0.01, 0.05, 0.008), (0.2, 0.2, 0.2, 1), contype=0, conaffinity=0)
+        # the drawer: an open box sliding along x; q < 0 pulls it toward the robot (-x)
+        dx, dy, dz = sx - WALL - 0.002, sy - WALL - 0.003, hd / 2
+        drawer = body.add_body(name=f"{e.id}__drawer", pos=[0, 0, -sz + WALL + dz + 0.002])
+        drawer.add_joint(name=e.joint.id, type=mujoco.mjtJoint.mjJNT_SLIDE, axis=[1, 0, 0],
+                         range=list(e.joint.range), damping=8.0, frictionloss=0.5,
+                         armature=0.05)
+        dr = (min(rgba[0] * 1.05, 1), min(rgba[1] * 1.05, 1), min(rgba[2] * 1.05, 1), 1)
+        self._box(drawer, e.id, (0, 0, -dz + t), (dx, dy, t), dr, mass=0.3)
+        self._box(drawer, e.id, (dx - t, 0, -0.01), (t, dy, dz - 0.01), dr, mass=0.1)
+        self._box(drawer, e.id, (-dx + t, 0, 0), (t, dy, dz), dr, mass=0.1)
+        self._box(drawer, e.id, (0, dy - t, -0.01), (dx, t, dz - 0.01), dr, mass=0.1)
+        self._box(drawer, e.id, (0, -dy + t, -0.01), (dx, t, dz - 0.01), dr, mass=0.1)
+        self._box(drawer, e.id, (-dx - 0.012, 0, 0.0), (0.012, 0.05, 0.008), (0.2, 0.2, 0.2, 1),
+                  mass=0.05)
+
+    def _microwave(self, body: mujoco.MjsBody, e: EntitySpec) -> None:
+        assert e.joint is not None
+        sx, sy, sz = (s / 2 for s in e.size)
+        t = WALL / 2
+        rgba = e.color
+        self._box(body, e.id, (sx - t, 0, 0), (t, sy, sz), rgba)
+        self._box(body, e.id, (0, sy - t, 0), (sx, t, sz), rgba)
+        self._box(body, e.id, (0, -sy + t, 0), (sx, t, sz), rgba)
+        self._box(body, e.id, (0, 0, sz - t), (sx, sy, t), rgba)
+        self._box(body, e.id, (0, 0, -sz + t), (sx, sy, t), (0.3, 0.3, 0.3, 1))
+        # door: hinged at the front edge on local -y, closed at q = 0, opening with q < 0
+        door = body.add_body(name=f"{e.id}__door", pos=list(door_hinge_local(e)))
+        door.add_joint(name=e.joint.id, type=mujoco.mjtJoint.mjJNT_HINGE, axis=[0, 0, -1],
+                       range=list(e.joint.range), damping=0.3, frictionloss=0.05,
+                       armature=0.02)
+        # a gap above the table: a door rubbing on it would hardly turn
+        self._box(door, e.id, (0, sy, 0.004), (t, sy, sz - 0.006), (0.15, 0.15, 0.18, 1),
+                  mass=0.4)
+        self._box(door, e.id, (-0.012, 2 * sy - 0.03, 0), (0.012, 0.01, sz * 0.5),
+                  (0.7, 0.7, 0.7, 1), mass=0.05)
+
+    def _stove(self, body: mujoco.MjsBody, e: EntitySpec) -> None:
+        assert e.joint is not None
+        sx, sy, sz = (s / 2 for s in e.size)
+        self._box(body, e.id, (0, 0, 0), (sx, sy, sz), e.color, friction=[1.0, 0.005, 0.0001])
+        self._geom(body, e.id, type=mujoco.mjtGeom.mjGEOM_CYLINDER, pos=[0.02, 0.03, sz],
+                   size=[0.09, 0.001, 0], rgba=[0.55, 0.1, 0.08, 1], contype=0, conaffinity=0)
+        knob = body.add_body(name=f"{e.id}__knob", pos=list(knob_local(e)))
+        knob.add_joint(name=e.joint.id, type=mujoco.mjtJoint.mjJNT_HINGE, axis=[0, 0, 1],
+                       range=list(e.joint.range), damping=0.05, frictionloss=0.03,
+                       armature=0.002)
+        self._geom(knob, e.id, type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[0.017, KNOB_HALF, 0],
+                   rgba=[0.1, 0.1, 0.1, 1], mass=0.05, friction=[1.5, 0.01, 0.0002], condim=4)
+        self._box(knob, e.id, (0.0, 0.0, KNOB_HALF + 0.001), (0.02, 0.004, 0.002),
+                  (0.9, 0.9, 0.9, 1), contype=0, conaffinity=0, mass=0.001)
+
+    def _maps(self, model: mujoco.MjModel) -> BuiltScene:
+        sc = self.scene
+        owner: list[str | None] = []
+        for g in range(model.ngeom):
+            name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, g) or ""
+            if name in self.geom_tags:
+                owner.append(self.geom_tags[name])
+                continue
+            bname = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, model.geom_bodyid[g])
+            if bname in ROBOT_PART_OF_BODY:
+                owner.append(ROBOT_PART_OF_BODY[bname])
+            elif bname and bname.startswith("panda0_"):
+                owner.append("robot_arm")
+            else:
+                owner.append(None)
+
+        def body(name: str) -> int:
+            return mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
+
+        entity_body = {e.id: body(e.id) for e in sc.entities}
+        entity_body[sc.table.id] = body(sc.table.id)
+        part_body = {
+            (e.id, ARTICULATED[e.shape]): body(f"{e.id}__{ARTICULATED[e.shape]}")
+            for e in sc.entities
+            if e.shape in ARTICULATED
+        }
+        region_site = {
+            r.id: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, r.id) for r in sc.regions
+        }
+        free_qpos, free_dof = {}, {}
+        for e in sc.entities:
+            if e.shape not in ARTICULATED:
+                j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, f"{e.id}__free")
+                free_qpos[e.id] = int(model.jnt_qposadr[j])
+                free_dof[e.id] = int(model.jnt_dofadr[j])
+        joint_qpos, joint_id = {}, {}
+        for e in sc.entities:
+            if e.joint is not None:
+                j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, e.joint.id)
+                joint_id[e.joint.id] = j
+                joint_qpos[e.joint.id] = int(model.jnt_qposadr[j])
+
+        def jid(name: str) -> int:
+            return mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+
+        arm = [jid(n) for n in PANDA_JOINTS]
+        fingers = [jid(n) for n in FINGER_JOINTS]
+        act_of_joint = {int(model.actuator_trnid[a, 0]): a for a in range(model.nu)}
+        seg_ids = [sc.table.id] + [e.id for e in sc.entities] + [
+            "robot_left_finger", "robot_right_finger", "robot_hand", "robot_arm"
+        ]
+        return BuiltScene(
+            scene=sc,
+            model=model,
+            geom_owner=owner,
+            entity_body=entity_body,
+            part_body=part_body,
+            region_site=region_site,
+            free_qpos=free_qpos,
+            free_dof=free_dof,
+            joint_qpos=joint_qpos,
+            joint_id=joint_id,
+            arm_qpos=[int(model.jnt_qposadr[j]) for j in arm],
+            arm_dof=[int(model.jnt_dofadr[j]) for j in arm],
+            arm_actuators=[act_of_joint[j] for j in arm],
+            finger_qpos=[int(model.jnt_qposadr[j]) for j in fingers],
+            finger_actuators=[act_of_joint[j] for j in fingers],
+            hand_site=mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, HAND_SITE),
+            seg_ids=seg_ids,
+        )
+
+
+def build_scene(scene: SceneSpec) -> BuiltScene:
+    """Compile the scene into a MuJoCo model with id maps."""
+    return _Builder(scene).build()
+
+
+def build_robot(scene: SceneSpec) -> BuiltScene:
+    """The robot alone (same base pose), for kinematics: IK and FK without the scene."""
+    bare = scene.model_copy(update={"entities": [], "regions": [], "expert": []})
+    return _Builder(bare).build()

@@ -1,0 +1,212 @@
+"""Run the scripted expert in a scene: world-state trace, ground-truth labels, optional video."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mango.errors import InputError
+from mango.oracle.world_state import WorldState, write_trace
+from mango.sim.build import CONTROL_HZ
+from mango.sim.env import SimEnv, as_scene
+from mango.sim.expert import ExpertPolicy, Milestone
+from mango.sim.faults import Fault
+from mango.sim.scene import REPO_ROOT, SceneSpec
+
+log = logging.getLogger(__name__)
+
+_ATOM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(([^()]*)\)")
+
+
+@dataclass
+class EpisodeResult:
+    scene: SceneSpec
+    seed: int
+    fault: Fault | None
+    states: list[WorldState]
+    labels: dict[str, Any]
+    success: bool  # every expert milestone achieved (measured from the physics)
+    error: str | None = None
+    frames: list[np.ndarray] = field(default_factory=list)
+    video_every: int = 2
+
+
+def oracle_actions(oracle: dict[str, Any]) -> list[dict[str, Any]]:
+    """Actions of a spec §2 oracle with their step paths and the atoms they monitor."""
+    out: list[dict[str, Any]] = []
+
+    def walk(nodes: list[Any], prefix: str) -> None:
+        for i, node in enumerate(nodes, start=1):
+            path = f"{prefix}.{i}" if prefix else str(i)
+            if not isinstance(node, dict):
+                continue
+            if "action_id" in node:
+                atoms: list[tuple[str, list[str]]] = []
+                for mon in node.get("monitoring") or []:
+                    text = mon.get("handle_as", "") if isinstance(mon, dict) else ""
+                    for m in _ATOM.finditer(text):
+                        atoms.append((m.group(1), [a.strip() for a in m.group(2).split(",")]))
+                out.append({"path": path, "action_id": node["action_id"], "atoms": atoms})
+            else:
+                walk(list(node.get("actions") or node.get("steps") or []), path)
+
+    walk(list(oracle.get("plan") or []), "")
+    return out
+
+
+def milestone_path(m: Milestone, actions: list[dict[str, Any]], scene: SceneSpec) -> str | None:
+    """The oracle action that monitors the milestone's effect (matched by its atoms)."""
+    aliases = {m.subject}
+    if m.kind == "close":
+        with contextlib.suppress(KeyError):
+            aliases.add(scene.joint_owner(m.subject).id)
+    wanted = {
+        "approach": lambda n, a: n == "near" and "robot_hand" in a and bool(aliases & set(a)),
+        "pick": lambda n, a: n in ("grasped", "up") and a[:1] and a[0] in aliases,
+        "place": lambda n, a: n in ("in", "on") and a[:1] and a[0] in aliases,
+        "close": lambda n, a: n == "close" and a[:1] and a[0] in aliases,
+        "turnon": lambda n, a: n == "turnon" and a[:1] and a[0] in aliases,
+    }[m.kind]
+    for act in actions:
+        names = [n for n, _ in act["atoms"]]
+        if m.kind == "pick" and any(n in ("in", "on") for n in names):
+            continue
+        if any(wanted(n, a) for n, a in act["atoms"]):
+            return act["path"]
+    return None
+
+
+def load_oracle_json(scene: SceneSpec) -> tuple[dict[str, Any] | None, Path | None]:
+    if not scene.oracle:
+        return None, None
+    p = Path(scene.oracle)
+    if not p.is_absolute():
+        p = REPO_ROOT / p
+    if not p.exists():
+        return None, p
+    try:
+        return json.loads(p.read_text(encoding="utf-8")), p
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno,
+                         column=exc.colno) from None
+
+
+def make_labels(scene: SceneSpec, seed: int, expert: ExpertPolicy) -> dict[str, Any]:
+    """Ground truth of a run: the oracle step that fails first and when (spec §5 rule)."""
+    oracle, _ = load_oracle_json(scene)
+    actions = oracle_actions(oracle) if oracle else []
+    paths = {id(m): milestone_path(m, actions, scene) for m in expert.milestones}
+    if actions:
+        gt = expert.ground_truth(lambda m: paths[id(m)] is not None)
+    else:
+        gt = expert.ground_truth(lambda m: m.kind != "approach")
+    fr = expert.fault_record
+    failed_step = None
+    m = gt["milestone"]
+    if m is not None and actions:
+        ms = next(x for x in expert.milestones if x.to_json() == m)
+        failed_step = paths[id(ms)]
+    regression = gt["event"] == "regression"
+    return {
+        "scene": scene.name,
+        "seed": seed,
+        "instruction": scene.instruction,
+        "oracle": scene.oracle if oracle is not None else None,
+        "fault": str(fr.fault) if fr else None,
+        "fault_note": fr.note if fr else None,
+        "fault_t": fr.t if fr else None,
+        "expected_verdict": "fail" if (m is not None and not regression) else "pass",
+        "failed_step": failed_step,
+        "failed_t": gt["t"],
+        "failed_milestone": m,
+        "event": gt["event"],
+        "goal_expected": m is None,
+        "milestones": [x.to_json() for x in expert.milestones],
+        "expert_error": expert.error,
+    }
+
+
+def run_episode(
+    scene: SceneSpec | str | Path,
+    seed: int = 0,
+    fault: Fault | None = None,
+    *,
+    video_camera: str | None = None,
+    video_every: int = 2,
+    settle: float = 1.0,
+    on_state: Callable[[WorldState], None] | None = None,
+    env: SimEnv | None = None,
+    expert: ExpertPolicy | None = None,
+) -> EpisodeResult:
+    """Run the expert for one seed; returns the 15 Hz world-state trace and the labels."""
+    sc = as_scene(scene)
+    cams = (video_camera,) if video_camera else ()
+    env = env or SimEnv(sc, seed=seed, cameras=cams)
+    state = env.reset(seed)
+    if expert is None:
+        expert = ExpertPolicy(sc, fault)
+    else:
+        expert.reset()
+    states = [state]
+    frames: list[np.ndarray] = []
+    if on_state:
+        on_state(state)
+    done_at: float | None = None
+    step = 0
+    while state.t < sc.horizon:
+        chunk = expert.act(state, env.joint_positions())
+        for row in chunk:
+            env.step(row)
+            state = env.world_state()
+            states.append(state)
+            step += 1
+            if on_state:
+                on_state(state)
+            if video_camera and step % video_every == 0:
+                frames.append(env.render(video_camera, depth=False, seg=False)[0])
+        if expert.done and done_at is None:
+            done_at = state.t
+        if done_at is not None and state.t >= done_at + settle:
+            break
+    expert.review(states)
+    labels = make_labels(sc, seed, expert)
+    success = all(m.achieved for m in expert.milestones) and expert.error is None
+    return EpisodeResult(sc, seed, fault, states, labels, success, expert.error, frames,
+                         video_every)
+
+
+def write_outputs(
+    result: EpisodeResult,
+    trace: str | Path,
+    labels: str | Path | None = None,
+    video: str | Path | None = None,
+) -> None:
+    try:
+        for p in (trace, labels, video):
+            if p is not None:
+                Path(p).parent.mkdir(parents=True, exist_ok=True)
+        write_trace(trace, result.states)
+    except OSError as exc:
+        raise InputError(f"cannot write output: {exc.strerror}", file=exc.filename) from None
+    if labels is not None:
+        Path(labels).write_text(json.dumps(result.labels, indent=2) + "\n", encoding="utf-8")
+    if video is not None and result.frames:
+        import imageio.v2 as imageio
+
+        fps = CONTROL_HZ / result.video_every
+        try:
+            if str(video).lower().endswith(".gif"):
+                imageio.mimwrite(str(video), result.frames, duration=1000 / fps, loop=0)
+            else:
+                imageio.mimwrite(str(video), result.frames, fps=fps, macro_block_size=1)
+        except (ImportError, ValueError, RuntimeError) as exc:
+            raise InputError(f"cannot write video ({exc}); MP4 needs imageio-ffmpeg",
+                             file=str(video)) from None

@@ -1,0 +1,98 @@
+"""A whole MANGO Module III run with a real language model: llama.cpp + Qwen2.5-Coder-0.5B.
+
+The libraries (modules I+II) come from the offline planner so that this test exercises
+exactly Module III on the model. Plan quality from a 0.5B model is not asserted; what is
+asserted is that every answer the loop used is schema-valid, that each iteration's reports
+and verdict were recorded, and that the transcript holds every exchange with the model.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mango.generation.engine import load_function_library
+from mango.generation.models import (
+    AssessorReport,
+    JudgeVerdict,
+    OracleCandidate,
+    load_scene_file,
+    select_scene,
+)
+from mango.generation.pipeline import GenerationConfig, make_pipeline
+from mango.llm.cache import CachedBackend
+from mango.llm.local import LocalBackend
+from mango.llm.offline import OfflinePlanner
+
+pytestmark = pytest.mark.slow
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "llm"
+INSTRUCTION = "put the black bowl in the bottom drawer of the cabinet and close it"
+MAX_ITERATIONS = 1  # one full iteration already costs ~6 model calls of ~2k prompt tokens
+
+
+@pytest.mark.timeout(1800)
+def test_module3_runs_on_the_real_local_model(llama_server, tmp_path):
+    library, catalog = load_function_library(None)
+    scene = select_scene(load_scene_file(DATA / "drawer_scene.json"), INSTRUCTION)
+    libs = make_pipeline(OfflinePlanner(), catalog, GenerationConfig(),
+                         library=library).generate_library([INSTRUCTION])
+
+    model = LocalBackend(server=llama_server, max_tokens=768)
+    backend = CachedBackend(tmp_path / "recording", "record", model)
+    progress: list[str] = []
+    pipe = make_pipeline(backend, catalog, GenerationConfig(module3_max_iterations=MAX_ITERATIONS),
+                         progress=progress.append, library=library)
+    run = pipe.module3(INSTRUCTION, scene, libs.atomic_library, libs.oracle_library)
+
+    # the candidate is schema-valid (it went through validation; check the round trip)
+    assert isinstance(run.oracle, OracleCandidate)
+    assert OracleCandidate.model_validate(run.oracle.to_json_dict()) == run.oracle
+    assert run.oracle.instruction == INSTRUCTION
+
+    res = run.module3
+    assert 1 <= res.iterations == len(res.history) <= MAX_ITERATIONS
+    assert len(progress) == res.iterations
+    for record in res.history:
+        OracleCandidate.model_validate(record.candidate)
+        assert JudgeVerdict.model_validate(record.verdict).verdict in ("APPROVED", "REJECTED")
+        aspects = {r["aspect"] for r in record.reports}
+        assert aspects == {"logic", "compliance", "grounding", "execution_reliability"}
+        for report in record.reports:
+            AssessorReport.model_validate(report)
+    last = JudgeVerdict.model_validate(res.history[-1].verdict)
+    assert res.approved == last.approved
+    assert res.reason.startswith("approved at iteration" if res.approved else "not approved")
+
+    # every exchange went to the real model and is in the transcript and the recording
+    entries = [e for e in pipe.transcript.entries if e.module == "module3"]
+    assert len(entries) == res.calls >= 5  # generator + 3 assessors + judge (+ interpreter)
+    assert {e.model for e in entries} == {llama_server.alias}
+    assert all(e.error is None for e in entries if e.role in ("generator", "judge"))
+    assert model.openai.stats.calls == len(entries)
+    assert model.openai.structured_mode() == "json_schema"
+    recorded = [p for p in (tmp_path / "recording").glob("*.json") if p.name != "manifest.json"]
+    assert sum(len(json.loads(p.read_text())["answers"]) for p in recorded) == len(entries)
+    transcript = tmp_path / "transcript.jsonl"
+    pipe.transcript.write_jsonl(transcript)
+    assert len(transcript.read_text().splitlines()) == len(pipe.transcript.entries)
+
+    # replaying the recording reproduces the run without the model, bit for bit
+    replay = make_pipeline(CachedBackend(tmp_path / "recording", "replay"), catalog,
+                           GenerationConfig(module3_max_iterations=MAX_ITERATIONS),
+                           library=library)
+    again = replay.module3(INSTRUCTION, scene, libs.atomic_library, libs.oracle_library)
+    assert again.oracle.to_json_dict() == run.oracle.to_json_dict()
+    assert [h.verdict for h in again.module3.history] == [h.verdict for h in res.history]
+
+    st = model.openai.stats
+    print(f"\nmodule III on qwen0.5b: {res.iterations} iteration(s), {res.seconds:.1f} s, "
+          f"{st.calls} calls, {st.prompt_tokens} prompt + {st.completion_tokens} completion "
+          f"tokens, repairs {st.repairs}; {res.reason}")
+    print("oracle:", json.dumps(run.oracle.to_json_dict()))
+    for record in res.history:
+        print("verdict:", json.dumps(record.verdict))
+        for r in record.reports:
+            print(f"  {r['aspect']}: {r['score']} {r['issues'][:2]}")
