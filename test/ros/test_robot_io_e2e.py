@@ -50,6 +50,8 @@ def test_injected_fault_fails_at_the_labelled_step() -> None:
     assert report["verdict"] == "fail"
     assert report["failed_step"] == labels["failed_step"]
     assert report["run"]["fault"] == "drop@0.5"
+    # The vla_node reports the expert's own ground truth for the fault.
+    assert report["run"]["policy_info"]["failed_step"] == labels["failed_step"]
 
 
 @pytest.mark.parametrize(

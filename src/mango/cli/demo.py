@@ -18,22 +18,25 @@ def demo(
     seed: Annotated[int, typer.Option()] = 0,
     fault: Annotated[str, typer.Option(help="Inject a fault: KIND@WHEN (e.g. drop@0.5).")] = "",
     out: Annotated[Path | None, typer.Option(help="Output folder (bag, report).")] = None,
-    speed: Annotated[float, typer.Option(help="Sim speed, x real time (0: flat out).")] = 1.0,
 ) -> None:
-    """Run a LIBERO-10 task with the scripted expert; the oracle node judges it live."""
+    """Run a LIBERO-10 task through the robot stack (RunPolicy -> ExecuteChunk -> sim) with the
+    scripted expert; the oracle node judges it live, step by step."""
     import time
 
     from rich.console import Console
 
-    from mango.bringup import NodeDied
     from mango.client.demo import print_result, run_demo
+    from mango.client.episode import RunFailed
     from mango.errors import InputError
 
     console = Console()
     out = out or Path("out") / f"demo_{time.strftime('%Y%m%d_%H%M%S')}"
     try:
-        result = run_demo(scene, seed, fault, out, speed, console)
-    except (InputError, NodeDied, TimeoutError) as exc:
+        result = run_demo(scene, seed, fault, out, console)
+    except InputError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(2) from None
+    except RunFailed as exc:
+        sys.stderr.write(f"error: could not run: {exc}\n")
+        raise typer.Exit(1) from None
     print_result(result, console)

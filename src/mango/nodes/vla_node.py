@@ -13,6 +13,7 @@ the backend's), backend options (`scene`, `fault`, `host`, `port`, `url`, `unnor
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -172,6 +173,7 @@ class VlaNode(Node):
         def finish(status: int, message: str) -> RunPolicy.Result:
             result.status, result.message = status, message
             result.steps_executed, result.chunks_requested = steps, chunks
+            result.info_json = json.dumps(self.policy.info())
             if status in (result.STATUS_SUCCEEDED, result.STATUS_MAX_STEPS):
                 gh.succeed()
             elif gh.is_cancel_requested:

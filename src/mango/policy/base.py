@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -55,6 +55,9 @@ class PolicyBackend(Protocol):
 
     def close(self) -> None: ...
 
+    # Optional: `info() -> dict`, JSON-able facts about the run so far (the scripted expert
+    # reports its fault's ground truth); backends without it report nothing.
+
 
 @dataclass(frozen=True)
 class PolicyStep:
@@ -86,6 +89,11 @@ class Policy:
         raw = np.asarray(self.backend.infer(obs))
         chunk = self.preset.to_chunk(raw, obs, self.kinematics)
         return PolicyStep(chunk, raw, time.perf_counter() - t0)
+
+    def info(self) -> dict[str, Any]:
+        """The backend's facts about the run (`{}` when it has none)."""
+        info = getattr(self.backend, "info", None)
+        return dict(info()) if callable(info) else {}
 
     def close(self) -> None:
         self.backend.close()

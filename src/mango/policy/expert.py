@@ -43,5 +43,15 @@ class ExpertBackend:
     def error(self) -> str | None:
         return self.expert.error
 
+    def info(self) -> dict[str, object]:
+        """Ground truth of the run: the oracle step that fails first and when (spec §5 rule),
+        as `mango sim run` labels it."""
+        from mango.sim.runner import make_labels
+
+        labels = make_labels(self.scene, 0, self.expert)
+        keys = ("fault", "fault_note", "fault_t", "expected_verdict", "failed_step",
+                "failed_t", "event", "expert_error")
+        return {k: labels.get(k) for k in keys}
+
     def close(self) -> None:
         pass

@@ -1,0 +1,195 @@
+"""One closed-loop episode in the embedded sim, judged live: the Python API behind
+`mango policy run` and `mango demo`.
+
+Brings up `config/stacks/sim.yaml` (sim_node, franka_control_node, vla_node, oracle_node and,
+with a bag, the recorder) under its own namespace, loads the oracle, resets the scene (world
+time restarts, which starts the oracle's episode, so the live verdict and a replay of the
+bag's last episode see the same states), sends `RunPolicy` (→ `ExecuteChunk` → sim), waits,
+finishes the oracle and shuts everything down.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from action_msgs.msg import GoalStatus
+from rclpy.action import ActionClient
+from std_srvs.srv import Trigger
+
+from mango.bringup import NodeDied
+from mango.client.session import StackSession, VerdictFollower
+from mango.errors import InputError
+from mango.sim.faults import parse_fault
+from mango.sim.scene import REPO_ROOT, load_scene, resolve_scene
+from mango.stack import load_stack
+from mango_ros.action import RunPolicy
+from mango_ros.msg import StepVerdict
+from mango_ros.srv import LoadOracle, ResetScene
+
+POLICY_BACKENDS = ("expert", "openpi", "openvla", "lerobot")
+POLICY_RATE = 15.0
+
+
+class RunFailed(RuntimeError):
+    """The episode could not run (a node died, the policy never executed, a timeout)."""
+
+
+@dataclass
+class Episode:
+    scene: str
+    oracle: str | None = None  # default: the fine-grained oracle the scene names
+    backend: str = "expert"
+    fault: str | None = None
+    seed: int = 0
+    bag: str | None = None
+    namespace: str | None = None  # default: a fresh one
+    options: dict[str, Any] = field(default_factory=dict)  # vla_node backend options
+
+
+def _episode_only(
+    on_step: Callable[[StepVerdict], None] | None,
+) -> Callable[[StepVerdict], None] | None:
+    """Forward step verdicts from the episode the scene reset starts (its plan announcement
+    comes with world time gone back), not those of the oracle's load before it."""
+    if on_step is None:
+        return None
+    state = {"armed": False, "last_t": -1.0}
+
+    def forward(msg: StepVerdict) -> None:
+        t = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        if not state["armed"] and msg.status == "pending" and t < state["last_t"]:
+            state["armed"] = True
+        state["last_t"] = max(state["last_t"], t)
+        if state["armed"]:
+            on_step(msg)
+
+    return forward
+
+
+def run_episode(
+    episode: Episode,
+    output: Callable[[str, str], None] | None = None,
+    on_step: Callable[[StepVerdict], None] | None = None,
+    startup_timeout: float = 90.0,
+) -> dict[str, Any]:
+    """Run one episode; returns the oracle's spec §6 report with a `run` entry.
+
+    Raises `InputError` on bad input and `RunFailed` when the episode could not run.
+    """
+    if episode.backend not in POLICY_BACKENDS:
+        raise InputError(f"unknown backend {episode.backend!r} (known: "
+                         f"{', '.join(POLICY_BACKENDS)})", field="backend")
+    scene_path = resolve_scene(episode.scene).resolve()
+    spec = load_scene(scene_path)
+    if episode.fault:
+        if episode.backend != "expert":
+            raise InputError("a fault is injected into the scripted expert: use --backend "
+                             "expert", field="fault")
+        parse_fault(episode.fault)
+    if episode.oracle is None:
+        if not spec.oracle:
+            raise InputError(f"scene {spec.name} names no oracle file; give one",
+                             file=str(scene_path))
+        oracle_path = (REPO_ROOT / spec.oracle).resolve()
+    else:
+        oracle_path = Path(episode.oracle).resolve()
+    if not oracle_path.is_file():
+        raise InputError("oracle file not found", file=str(oracle_path))
+
+    ns = episode.namespace if episode.namespace is not None else f"/mango_{uuid.uuid4().hex[:6]}"
+    ns = "/" + ns.strip("/") if ns.strip("/") else ""
+    stack = load_stack("sim")
+    nodes = {n.name: n for n in stack.nodes}
+    nodes["sim_node"].parameters.update(scene=str(scene_path), seed=episode.seed)
+    if episode.backend == "expert":
+        nodes["sim_node"].parameters["camera_rate"] = 0.0  # the expert reads the world state
+    vla = nodes["vla_node"].parameters
+    vla.update(backend=episode.backend, scene=str(scene_path), fault=episode.fault or "")
+    vla.update({k: v for k, v in episode.options.items() if v is not None})
+    nodes["oracle_node"].parameters["oracle_file"] = ""  # loaded below, grounded on the scene
+    # Who must hear the world state before the scene reset starts the episode.
+    listeners = {"oracle_node"}
+    if episode.bag:
+        rec = nodes["bag_recorder"].parameters
+        rec["output"] = str(Path(episode.bag).resolve())
+        rec["topics"] = [f"{ns}{t}" for t in rec["topics"]]  # type: ignore[union-attr]
+        keep = list(nodes.values())
+        listeners.add("bag_recorder")
+    else:
+        keep = [n for n in nodes.values() if n.name != "bag_recorder"]
+    stack = stack.model_copy(update={"nodes": [n.model_copy(update={"namespace": ns})
+                                               for n in keep]})
+
+    t_start = time.monotonic()
+    feedback: list[Any] = []
+    try:
+        with StackSession(stack, output=output) as session:
+            node = session.node
+            assert node is not None
+            follower = VerdictFollower(node, ns, on_step=_episode_only(on_step))
+            client = ActionClient(node, RunPolicy, f"{ns}/run_policy")
+            session.wait(client.server_is_ready, startup_timeout, "the vla_node")
+            topic = f"{ns}/world_state"
+            session.wait(lambda: listeners <= {i.node_name for i in
+                                               node.get_subscriptions_info_by_topic(topic)},
+                         startup_timeout, f"{', '.join(sorted(listeners))} on {topic}")
+            loaded = session.call(LoadOracle, f"{ns}/oracle_node/load_oracle",
+                                  LoadOracle.Request(oracle_path=str(oracle_path)))
+            if not loaded.success:
+                raise InputError("the oracle node refused the oracle: "
+                                 + "; ".join(loaded.problems), file=str(oracle_path))
+            reset = session.call(ResetScene, f"{ns}/sim_node/reset",
+                                 ResetScene.Request(scene="", seed=episode.seed), timeout=120)
+            if not reset.success:
+                raise RunFailed(f"sim reset failed: {reset.message}")
+            seen = len(follower.tasks)
+            goal = RunPolicy.Goal(instruction=spec.instruction,
+                                  max_steps=math.ceil(spec.horizon * POLICY_RATE),
+                                  steps_per_chunk=0)
+            sent = client.send_goal_async(
+                goal, feedback_callback=lambda f: feedback.append(f.feedback))
+            gh = session.wait(lambda: sent.done() and sent.result(), 30.0, "goal acceptance")
+            if not gh.accepted:
+                raise RunFailed("the vla_node refused the RunPolicy goal")
+            res_future = gh.get_result_async()
+            session.wait(res_future.done, spec.horizon * 3 + 60.0, "the policy run")
+            wrapped = res_future.result()
+            res = wrapped.result
+            if wrapped.status == GoalStatus.STATUS_ABORTED and not res.message:
+                raise RunFailed("the vla_node aborted the run without a result")
+            if (res.status == res.STATUS_FAILED and res.chunks_requested <= 1
+                    and res.steps_executed == 0):
+                raise RunFailed(f"the policy could not run: {res.message}")
+            time.sleep(1.0)  # let the last placement settle before judging
+            session.call(Trigger, f"{ns}/oracle_node/finish", Trigger.Request())
+            verdict = session.wait(lambda: follower.task_after(seen), 10.0, "the task verdict")
+    except NodeDied as exc:
+        tail = "\n  " + "\n  ".join(exc.tail[-5:]) if exc.tail else ""
+        raise RunFailed(f"{exc}{tail}") from None
+    except TimeoutError as exc:
+        raise RunFailed(str(exc)) from None
+
+    report = json.loads(verdict.report_json)
+    latency = sorted(f.last_inference_latency for f in feedback)
+    status_names = {res.STATUS_SUCCEEDED: "succeeded", res.STATUS_CANCELLED: "cancelled",
+                    res.STATUS_MAX_STEPS: "max_steps", res.STATUS_FAILED: "failed"}
+    report["run"] = {
+        "scene": spec.name, "instruction": spec.instruction, "oracle": str(oracle_path),
+        "backend": episode.backend, "fault": episode.fault, "seed": episode.seed,
+        "bag": episode.bag, "namespace": ns,
+        "policy_status": status_names.get(res.status, str(res.status)),
+        "policy_message": res.message, "steps_executed": res.steps_executed,
+        "chunks_requested": res.chunks_requested,
+        "policy_info": json.loads(res.info_json or "{}"),
+        "inference_latency_p50": latency[len(latency) // 2] if latency else None,
+        "t_end": verdict.header.stamp.sec + verdict.header.stamp.nanosec * 1e-9,
+        "wall_time": round(time.monotonic() - t_start, 2),
+    }
+    return report

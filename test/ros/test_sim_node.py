@@ -1,0 +1,65 @@
+"""sim_node: world state and joint states on the graph, joint commands, reset, run_expert."""
+
+from __future__ import annotations
+
+import numpy as np
+from rclpy.node import Node
+from sensor_msgs.msg import Image, JointState
+from support.ros import Processes, call_service, wait_for
+
+from mango.ros.images import image_to_numpy
+from mango.ros.world_state_msg import msg_to_state
+from mango.sim.faults import parse_fault
+from mango.sim.runner import run_episode
+from mango_ros.msg import WorldState
+from mango_ros.srv import ResetScene, RunExpert
+
+SCENE = "libero10_book_caddy"
+
+
+def test_sim_node_services_and_topics(ros_node: Node, processes: Processes,
+                                      namespace: str) -> None:
+    states: list[WorldState] = []
+    joints: list[JointState] = []
+    images: list[Image] = []
+    ros_node.create_subscription(WorldState, f"{namespace}/world_state", states.append, 100)
+    ros_node.create_subscription(JointState, f"{namespace}/joint_states", joints.append, 100)
+    ros_node.create_subscription(Image, f"{namespace}/camera/front/image_raw", images.append, 5)
+    processes.start("sim", "mango.nodes.sim_node", "-r", f"__ns:={namespace}",
+                    "-p", f"scene:={SCENE}", "-p", "real_time_factor:=0.0",
+                    "-p", "camera_rate:=5.0", "-p", "cameras:=['front']")
+    wait_for(lambda: len(states) > 5 and joints and images, timeout=60, what="sim topics")
+    state = msg_to_state(states[-1])
+    assert "black_book_1" in state.objects and state.gripper is not None
+    assert list(joints[-1].name[:7]) == [f"fr3_joint{i}" for i in range(1, 8)]
+    rgb = image_to_numpy(images[-1])
+    assert rgb.shape == (224, 224, 3) and rgb.std() > 1.0  # a rendered scene, not a blank
+
+    # A joint command moves the arm there.
+    target = np.asarray(joints[-1].position[:7]) + 0.1
+    pub = ros_node.create_publisher(JointState, f"{namespace}/joint_command", 10)
+    wait_for(lambda: pub.get_subscription_count() > 0, what="joint_command subscriber")
+    pub.publish(JointState(name=[f"fr3_joint{i}" for i in range(1, 8)],
+                           position=target.tolist()))
+    wait_for(lambda: np.max(np.abs(np.asarray(joints[-1].position[:7]) - target)) < 0.01,
+             timeout=30, what="the arm reaching the commanded joints")
+
+    # Reset: world time restarts and the arm is home again.
+    reply = call_service(ros_node, ResetScene, f"{namespace}/sim_node/reset",
+                         ResetScene.Request(scene="", seed=0), timeout=60)
+    assert reply.success and "book" in reply.instruction
+    n = len(states)
+    wait_for(lambda: len(states) > n + 2, what="states after reset")
+    assert min(msg_to_state(m).t for m in states[n:]) < 0.5
+
+    # The expert with a fault: the service answers with the ground truth the offline run has.
+    reply = call_service(ros_node, RunExpert, f"{namespace}/sim_node/run_expert",
+                         RunExpert.Request(fault="drop@0.5"), timeout=240)
+    offline = run_episode(SCENE, 0, parse_fault("drop@0.5")).labels
+    assert reply.expected_failed_step == offline["failed_step"]
+    # Times are world times: the run started a moment after the reset (t=0).
+    assert offline["failed_t"] <= reply.expected_fail_t <= offline["failed_t"] + 1.5
+
+    bad = call_service(ros_node, RunExpert, f"{namespace}/sim_node/run_expert",
+                       RunExpert.Request(fault="melt@1"))
+    assert not bad.success and "bad fault" in bad.message
