@@ -269,8 +269,10 @@ class ExpertPolicy:
         if f.kind in ("wrong_object", "wrong_place", "knock_out") and skill.skill != "pick_place":
             raise InputError(f"fault {f}: expert step {f.skill + 1} is not a pick-and-place",
                              field="fault")
-        if f.kind == "knock_out" and skill.grasp == "side":
-            raise InputError(f"fault {f}: knock_out cannot take an object back out of a cavity",
+        if f.kind in ("knock_out", "wrong_object") and skill.grasp == "side":
+            # the side grasp reaches into a cavity from one direction only; a distractor or
+            # a placed object elsewhere is generally not reachable that way
+            raise InputError(f"fault {f}: {f.kind} is not available for a side-grasp step",
                              field="fault")
         if f.kind == "knock_out" and f.skill >= n - 1:
             raise InputError(
