@@ -72,7 +72,8 @@ class SimNode(Node):
         self.state_period = 1.0 / float(p["state_rate"])
         self.camera_rate = float(p["camera_rate"])
         self.rtf = float(p["real_time_factor"])
-        self.env = self._make_env(p["scene"], int(p["seed"]))
+        self.seed = int(p["seed"])
+        self.env = self._make_env(p["scene"], self.seed)
 
         self.js_pub = self.create_publisher(JointState, "joint_states", 10)
         self.ws_pub = self.create_publisher(WorldStateMsg, "world_state", 100)
@@ -216,6 +217,7 @@ class SimNode(Node):
     def _on_reset(self, request: ResetScene.Request,
                   response: ResetScene.Response) -> ResetScene.Response:
         def reset() -> None:
+            self.seed = int(request.seed)
             if request.scene and request.scene != self.env.scene.name:
                 old, self.env = self.env, self._make_env(request.scene, int(request.seed))
                 old.close()
@@ -270,7 +272,7 @@ class SimNode(Node):
                 done_at = state.t
             if done_at is not None and state.t >= done_at + settle:
                 break
-        return make_labels(scene, 0, expert)
+        return make_labels(scene, self.seed, expert)
 
     def destroy_node(self) -> None:
         self._stop.set()
