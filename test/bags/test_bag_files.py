@@ -123,3 +123,11 @@ def test_episodes_split_where_world_time_goes_back(tmp_path: Path) -> None:
         bag_episode(bag, episode=3)
     with pytest.raises(InputError, match="no messages on /other"):
         bag_episode(bag, topic="/other")
+
+
+def test_bag_killed_before_first_flush_reads_as_empty(tmp_path: Path) -> None:
+    bag = tmp_path / "early"
+    bag.mkdir()
+    (bag / "early_0.mcap").write_bytes(b"\x89MC")
+    reader = BagReader(bag)
+    assert list(reader.messages()) == [] and reader.truncated

@@ -85,6 +85,9 @@ class BagReader:
         schemas: dict[int, str] = {}
         channels: dict[int, tuple[str, str]] = {}
         buf = file.read_bytes()
+        if len(buf) < len(MAGIC) and MAGIC.startswith(buf):
+            self._truncated(file, "killed before anything reached the disk")
+            return
         if buf[:8] != MAGIC:
             raise InputError("not an MCAP file (bad magic)", file=str(file))
         pos, end = 8, len(buf)

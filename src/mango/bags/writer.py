@@ -73,6 +73,7 @@ class BagWriter:
         self._mcap = Writer(self._fh, use_chunking=False, compression=CompressionType.NONE,
                             index_types=IndexType.NONE)
         self._mcap.start(profile="ros2", library="mango-bags")
+        self._fh.flush()  # a file that is a valid (empty) MCAP from the first moment
         self._topics: dict[str, _Topic] = {}
         self._schemas: dict[str, int] = {}
         self._start_ns: int | None = None
