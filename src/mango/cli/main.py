@@ -42,12 +42,7 @@ _GROUPS: list[tuple[str, str | None]] = [
 
 def _register() -> None:
     for module_name, group in _GROUPS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue  # group not part of this build
-            raise
+        module = importlib.import_module(module_name)
         if group is None:
             module.register(app)
         else:
