@@ -19,8 +19,10 @@ def demo(
     fault: Annotated[str, typer.Option(help="Inject a fault: KIND@WHEN (e.g. drop@0.5).")] = "",
     out: Annotated[Path | None, typer.Option(help="Output folder (bag, report).")] = None,
 ) -> None:
-    """Run a LIBERO-10 task through the robot stack (RunPolicy -> ExecuteChunk -> sim) with the
-    scripted expert; the oracle node judges it live, step by step."""
+    """Run a LIBERO-10 task through RunPolicy -> ExecuteChunk -> sim; the oracle judges it live.
+
+    The scripted expert is the policy; a fault shows a failure localized at its step.
+    """
     import time
 
     from rich.console import Console
