@@ -12,10 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mango.errors import InputError, from_validation_error
+from mango.yaml_files import load_yaml_model
 
 PACKAGE = "mango_ros"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -88,21 +87,7 @@ def stack_path(name_or_path: str | Path, share: str | Path = REPO_ROOT) -> Path:
 def load_stack(name_or_path: str | Path, share: str | Path = REPO_ROOT) -> Stack:
     """Read and validate a stack file; errors name the file and field."""
     path = stack_path(name_or_path, share)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read stack: {exc.strerror}", file=str(path)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path),
-                         line=mark.line + 1 if mark else None,
-                         column=mark.column + 1 if mark else None) from None
-    if not isinstance(data, dict):
-        raise InputError("a stack file must be a mapping", file=str(path))
-    try:
-        stack = Stack.model_validate(data)
-    except ValidationError as exc:
-        raise from_validation_error(exc, file=str(path)) from None
+    stack = load_yaml_model(path, Stack, "stack")
     return stack.resolved(share)
 
 

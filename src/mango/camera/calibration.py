@@ -10,10 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mango.errors import InputError, from_validation_error
+from mango.yaml_files import load_yaml_model
 
 
 class Matrix(BaseModel):
@@ -88,19 +87,4 @@ class CameraCalibration(BaseModel):
 
 def load_calibration(path: str | Path) -> CameraCalibration:
     """Read a calibration YAML; errors name the file, line or field."""
-    p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read calibration: {exc.strerror}", file=str(p)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(p),
-                         line=mark.line + 1 if mark else None,
-                         column=mark.column + 1 if mark else None) from None
-    if not isinstance(data, dict):
-        raise InputError("a calibration file must be a mapping", file=str(p))
-    try:
-        return CameraCalibration.model_validate(data)
-    except ValidationError as exc:
-        raise from_validation_error(exc, file=str(p)) from None
+    return load_yaml_model(path, CameraCalibration, "calibration")

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mango.errors import InputError, from_validation_error
+from mango.yaml_files import load_yaml_model
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 ROBOTS_DIR = REPO_ROOT / "config" / "robots"
@@ -93,20 +92,5 @@ def robot_path(name_or_path: str | Path) -> Path:
 def load_robot(name_or_path: str | Path) -> RobotConfig:
     """Read and validate a robot file; errors name the file and field."""
     path = robot_path(name_or_path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        known = ", ".join(sorted(p.stem for p in ROBOTS_DIR.glob("*.yaml")))
-        raise InputError(f"cannot read robot file: {exc.strerror} (known robots: {known})",
-                         file=str(path)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path),
-                         line=mark.line + 1 if mark else None,
-                         column=mark.column + 1 if mark else None) from None
-    if not isinstance(data, dict):
-        raise InputError("a robot file must be a mapping", file=str(path))
-    try:
-        return RobotConfig.model_validate(data)
-    except ValidationError as exc:
-        raise from_validation_error(exc, file=str(path)) from None
+    known = ", ".join(sorted(p.stem for p in ROBOTS_DIR.glob("*.yaml")))
+    return load_yaml_model(path, RobotConfig, "robot file", hint=f" (known robots: {known})")

@@ -10,10 +10,10 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mango.errors import InputError, from_validation_error
+from mango.yaml_files import read_yaml_mapping
 
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
@@ -278,22 +278,7 @@ def _goal_args(goal: str) -> list[str]:
 def load_scene(path: str | Path) -> SceneSpec:
     """Read and validate a scene file, raising `InputError` that names the field."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read scene: {exc.strerror}", file=str(p)) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(
-            f"invalid YAML: {getattr(exc, 'problem', exc)}",
-            file=str(p),
-            line=mark.line + 1 if mark else None,
-            column=mark.column + 1 if mark else None,
-        ) from None
-    if not isinstance(data, dict):
-        raise InputError("a scene file must be a YAML mapping", file=str(p))
+    data = read_yaml_mapping(p, "scene")
     try:
         return SceneSpec.model_validate(data)
     except ValidationError as exc:
