@@ -87,6 +87,7 @@ class ChatServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # as real servers do (no delayed-ACK stalls)
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -295,3 +295,17 @@ def test_bad_config_names_the_field(field, value):
     with pytest.raises(InputError) as info:
         OpenAICompatConfig(base_url="http://x/v1", model="m", **{field: value})
     assert info.value.field == field
+
+
+def test_truncated_answer_is_re_asked_without_the_loop_and_with_a_penalty(chat_server):
+    R = chat_server.Reply
+    looped = '{"steps": [{"action": "pick_up", "target": "bowl bowl bowl bowl'
+    chat_server.push(R(looped, finish_reason="length"), R(GOOD))
+    assert make(chat_server, max_tokens=20).complete(CALL, Plan).done
+    first, second = (r.body for r in chat_server.requests)
+    assert "frequency_penalty" not in first
+    assert second["frequency_penalty"] == 0.5
+    assert all(m["content"] != looped for m in second["messages"])
+    assert second["messages"][:2] == CALL.messages
+    assert "cut off" in second["messages"][-1]["content"]
+    assert "short JSON object" in second["messages"][-1]["content"]

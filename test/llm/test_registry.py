@@ -79,3 +79,12 @@ def test_cache_wrappers(chat_server, tmp_path):
         make_backend("record:")
     with pytest.raises(InputError, match="unknown inner backend"):
         make_backend(f"record:{tmp_path}", inner="nope")
+
+
+def test_local_options_are_checked_before_the_model_loads():
+    with pytest.raises(InputError, match="unknown option") as info:
+        make_backend("local", bogus="1")
+    assert info.value.field == "bogus"
+    with pytest.raises(InputError) as info:
+        make_backend("local", threads="two")
+    assert info.value.field == "threads"

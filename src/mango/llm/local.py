@@ -9,6 +9,7 @@ the ordinary `OpenAICompatBackend` pointed at `http://127.0.0.1:<port>/v1`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -348,19 +349,19 @@ class LocalBackend:
                  **config: Any) -> None:
         from mango.llm.openai_compat import OpenAICompatBackend, OpenAICompatConfig
 
-        self._owns_server = server is None
-        self.server = server or LocalServer(model, n_ctx=n_ctx, threads=threads,
-                                            parallel=parallel)
         config.setdefault("max_concurrency", parallel)
         config.setdefault("api_key_env", None)
         # A CPU model can take minutes for a long answer; a retry after a timeout would only
         # start the same work again.
         config.setdefault("timeout_s", 600.0)
-        try:
-            cfg = OpenAICompatConfig(base_url=self.server.base_url, model=self.server.alias,
-                                     **config)
+        try:  # check the options before paying for a model load
+            cfg = OpenAICompatConfig(base_url="http://127.0.0.1/v1", model="local", **config)
         except TypeError as exc:
             raise InputError(f"unknown option for the local backend: {exc}") from exc
+        self._owns_server = server is None
+        self.server = server or LocalServer(model, n_ctx=n_ctx, threads=threads,
+                                            parallel=parallel)
+        cfg = dataclasses.replace(cfg, base_url=self.server.base_url, model=self.server.alias)
         self.openai = OpenAICompatBackend(cfg, name="local")
         self.name = "local"
         self.max_concurrency = cfg.max_concurrency

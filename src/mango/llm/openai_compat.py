@@ -64,6 +64,8 @@ class OpenAICompatConfig:
     backoff_max_s: float = 30.0
     retry_after_max_s: float = 120.0
     repair_attempts: int = 2
+    # frequency_penalty for the re-ask after an answer was cut off at max_tokens (0: none)
+    loop_penalty: float = 0.5
     structured: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
     extra_body: dict[str, Any] | None = None
 
@@ -76,6 +78,7 @@ class OpenAICompatConfig:
             ("max_retries", self.max_retries >= 0, "must be >= 0"),
             ("repair_attempts", self.repair_attempts >= 0, "must be >= 0"),
             ("backoff_s", self.backoff_s >= 0, "must be >= 0"),
+            ("loop_penalty", 0.0 <= self.loop_penalty <= 2.0, "must be within [0, 2]"),
             ("temperature", 0.0 <= self.temperature <= 2.0, "must be within [0, 2]"),
             ("max_tokens", self.max_tokens is None or self.max_tokens > 0, "must be > 0"),
             ("structured", self.structured in ("auto", *MODES),
@@ -206,30 +209,39 @@ class OpenAICompatBackend:
             dict(m) for m in call.messages
         ]
         response_format = _response_format(mode, schema)
+        base_messages = messages
         attempts = 1 + self.config.repair_attempts
         error = ""
+        penalty: float | None = None
         for attempt in range(attempts):
-            answer = self._request(call, model, messages, response_format)
+            answer = self._request(call, model, messages, response_format, penalty)
             result = parse_answer(answer.text, schema)
             if result.value is not None:
                 return result.value
             error = result.error or "invalid answer"
-            if answer.finish_reason == "length":
+            truncated = answer.finish_reason == "length"
+            if truncated:
                 error += f" (the answer was cut off at max_tokens={self.config.max_tokens})"
             log.warning("%s: invalid %s for %s/%s (answer %d/%d): %s", self._where(model),
                         schema.__name__, call.role, call.task, attempt + 1, attempts, error)
             if attempt + 1 < attempts:
                 with self._lock:
                     self.stats.repairs += 1
-                follow_up = repair_prompt(error)
+                follow_up = repair_prompt(error, truncated=truncated)
                 if mode == "json_schema":
                     # The model has not seen the schema as text in this mode.
                     follow_up += "\n" + schema_instruction(schema)
-                messages = [
-                    *messages,
-                    {"role": "assistant", "content": answer.text or ""},
-                    {"role": "user", "content": follow_up},
-                ]
+                if truncated:
+                    # A cut-off answer is usually a model repeating itself inside a string:
+                    # do not show it the loop again, and penalise repetition this time.
+                    messages = [*base_messages, {"role": "user", "content": follow_up}]
+                    penalty = self.config.loop_penalty
+                else:
+                    messages = [
+                        *messages,
+                        {"role": "assistant", "content": answer.text or ""},
+                        {"role": "user", "content": follow_up},
+                    ]
         raise BackendError(
             f"{self._where(model)}: no valid {schema.__name__} for {call.role} task "
             f"{call.task!r} after {attempts} answer{'s' if attempts > 1 else ''} "
@@ -242,10 +254,13 @@ class OpenAICompatBackend:
         model: str,
         messages: list[dict[str, str]],
         response_format: dict[str, Any] | None,
+        frequency_penalty: float | None = None,
     ) -> _Answer:
         cfg = self.config
         kwargs: dict[str, Any] = {"model": model, "messages": messages,
                                   "temperature": cfg.temperature}
+        if frequency_penalty:
+            kwargs["frequency_penalty"] = frequency_penalty
         if cfg.max_tokens is not None:
             kwargs["max_tokens"] = cfg.max_tokens
         if cfg.seed is not None:

@@ -129,8 +129,13 @@ def schema_instruction(schema: type[BaseModel]) -> str:
     )
 
 
-def repair_prompt(error: str) -> str:
+def repair_prompt(error: str, truncated: bool = False) -> str:
     """The follow-up user message after an invalid answer."""
+    if truncated:
+        return (
+            f"An earlier answer to this request was cut off because it was too long ({error}). "
+            "Answer again with a short JSON object: brief strings, no repetition."
+        )
     return (
         f"Your previous answer was not valid: {error}. "
         "Reply again with only the corrected JSON object that matches the schema."
