@@ -267,3 +267,15 @@ def test_offline_generator_follows_a_foreign_library(drawer_scene):
         ("shut", {"door": "white_cabinet_1_bottom_region"},
          "close(white_cabinet_1_bottom_region)"),
     ]
+
+
+def test_judge_cannot_approve_what_execution_reliability_rejects(libraries, drawer_scene):
+    approve = {"verdict": "APPROVED", "reasons": ["looks fine"], "refinement_instructions": []}
+    backend = ScriptedBackend({"module3.generate": [flawed(), GOOD],
+                               "module3.judge": [approve]})
+    run = _pipeline(backend).module3(INSTRUCTION, drawer_scene, *libraries)
+    first = run.module3.history[0]
+    assert first.verdict["verdict"] == "REJECTED"  # the model said APPROVED; the rules did not
+    assert any("execution_reliability" in r for r in first.verdict["reasons"])
+    assert run.approved and run.module3.iterations == 2
+    assert run.oracle.to_json_dict() == GOOD

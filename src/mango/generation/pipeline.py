@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from mango.generation.agents import Agent, AssessorSpec, RuleAssessor, Transcript, run_board
 from mango.generation.models import (
+    AssessorReport,
     AtomicLibraryAnswer,
     AtomicOracle,
     AtomicOracleLibrary,
@@ -198,6 +199,7 @@ class MangoPipeline:
             rep_json = [r.model_dump(mode="json") for r in reports]
             verdict = self.judge.ask(f"{module}.judge", dict(ctx_c, reports=rep_json),
                                      JudgeVerdict, module, it)
+            verdict = _gate(verdict, reports, rules)
             record = IterationRecord(it, _dump(candidate), rep_json, _dump(verdict))
             history.append(record)
             n_issues = sum(len(r.issues) for r in reports)
@@ -391,3 +393,22 @@ def make_pipeline(
     return MangoPipeline(
         backend, catalog, config, progress,
         reliability_factory=lambda scene: ExecutionReliabilityAssessor(scene, library))
+
+
+def _gate(verdict: JudgeVerdict, reports: list[AssessorReport],
+          rules: dict[str, RuleAssessor]) -> JudgeVerdict:
+    """A judge (a model) may not approve what a rule-based check rejects, or what an assessor
+    could not assess: an approved oracle must pass Execution Reliability (spec §7)."""
+    if not verdict.approved:
+        return verdict
+    blocking = [f"{r.aspect}: {'; '.join(r.issues)}" for r in reports
+                if (r.aspect in rules and r.issues)
+                or any(i.startswith("assessor failed:") for i in r.issues)]
+    if not blocking:
+        return verdict
+    return verdict.model_copy(update={
+        "verdict": "REJECTED",
+        "reasons": [*verdict.reasons,
+                    "the judge approved, but these must be fixed first: " + " | ".join(blocking)],
+        "refinement_instructions": [*verdict.refinement_instructions, *blocking],
+    })
