@@ -54,6 +54,7 @@ def _latency_oracle() -> dict:
 
 def bench_latency(seconds: float = 8.0, rate: float = 100.0) -> dict[str, float]:
     import rclpy
+    from rclpy.serialization import serialize_message
 
     from mango.nodes.common import latched_qos
     from mango.ros.world_state_msg import record_to_msg
@@ -84,15 +85,17 @@ def bench_latency(seconds: float = 8.0, rate: float = 100.0) -> dict[str, float]
     while pub.get_subscription_count() < 1:
         time.sleep(0.05)
     time.sleep(1.0)
-    msgs = [record_to_msg({"t": 0.0, "objects": _objects(50, inside)}) for inside in (0, 1)]
+    # Pre-serialized, so the figure is what the node adds (plus DDS both ways), not the cost
+    # of this script turning a Python message into CDR.
+    payloads = [serialize_message(record_to_msg({"t": 0.0, "objects": _objects(50, inside)}))
+                for inside in (0, 1)]
     n = int(seconds * rate)
     start = time.perf_counter()
     for i in range(n):
-        msg = msgs[i % 2]
         t = round(1.0 + i / rate, 9)
-        msg.header.stamp.sec, msg.header.stamp.nanosec = int(t), round((t - int(t)) * 1e9)
+        data = _patch_stamp(payloads[i % 2], t)
         sent[t] = time.perf_counter()
-        pub.publish(msg)
+        pub.publish(data)
         time.sleep(max(0.0, start + (i + 1) / rate - time.perf_counter()))
     time.sleep(1.0)
     node_proc.terminate()
@@ -114,7 +117,7 @@ def bench_replay(minutes: float = 10.0, rate: float = 100.0) -> dict[str, float]
 
     from mango.bags import BagWriter
     from mango.oracle import StepTracker
-    from mango.ros.bag_states import bag_episode
+    from mango.ros.bag_states import iter_episode
     from mango.ros.world_state_cdr import decode_world_state
     from mango.ros.world_state_msg import state_to_msg
     from mango.sim.faults import parse_fault
@@ -132,21 +135,27 @@ def bench_replay(minutes: float = 10.0, rate: float = 100.0) -> dict[str, float]
             w.write("/world_state", _patch_stamp(payloads[i % len(payloads)], t),
                     int(t * 1e9))
     oracle = REPO / "config" / "oracles" / f"{scene}.json"
+    # As `mango replay` does it: find the episode, stream-decode it into the tracker.
     t0 = time.perf_counter()
-    states = bag_episode(bag)
-    t1 = time.perf_counter()
     tracker = StepTracker(oracle)
-    for s in states:
-        tracker.update(s)
+    n_states = 0
+    for state in iter_episode(bag):
+        tracker.update(state)
+        n_states += 1
     report = tracker.finish()
-    t2 = time.perf_counter()
-    decode = [decode_world_state(p) for p in payloads]
-    t3 = time.perf_counter()
-    duration = minutes * 60
-    return {"states": len(states), "entities": len(decode[0].objects),
-            "read+decode_s": t1 - t0, "track_s": t2 - t1, "total_s": t2 - t0,
-            "x_real_time": duration / (t2 - t0), "verdict": report.verdict,
-            "decode_us": 1e6 * (t3 - t2) / len(payloads)}
+    total = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for _ in iter_episode(bag):  # reading and decoding alone, for the breakdown
+        pass
+    read_decode = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for p in payloads:
+        decode_world_state(p)
+    decode_us = 1e6 * (time.perf_counter() - t0) / len(payloads)
+    return {"states": n_states, "entities": len(state.objects), "read+decode_s": read_decode,
+            "track_s": total - read_decode, "total_s": total,
+            "x_real_time": minutes * 60 / total, "verdict": report.verdict,
+            "decode_us": decode_us}
 
 
 def main() -> None:
@@ -166,7 +175,7 @@ def main() -> None:
                   f"{rep['x_real_time']:.0f}x real time", "≥ 500x")
     table.add_row("  read+decode / track", f"{rep['read+decode_s']:.2f} s / {rep['track_s']:.2f} s",
                   "")
-    table.add_row("  CDR decode per state", f"{rep['decode_us']:.0f} µs", "")
+    table.add_row("  CDR decode per state (no reuse)", f"{rep['decode_us']:.0f} µs", "")
     Console().print(table)
 
 

@@ -83,12 +83,12 @@ def replay(
     from mango.oracle import FunctionLibrary, StepTracker
     from mango.oracle.cli_render import render_report
     from mango.oracle.predicates import EvaluationError
-    from mango.ros.bag_states import bag_episode
+    from mango.ros.bag_states import iter_episode
 
     try:
         library = FunctionLibrary.load(functions) if functions else FunctionLibrary.default()
         tracker = StepTracker(oracle, library, hold=hold)
-        for state in bag_episode(bag, topic, episode):
+        for state in iter_episode(bag, topic, episode):
             tracker.update(state)
         report = tracker.finish()
     except (InputError, EvaluationError) as exc:
@@ -131,10 +131,10 @@ def export(
     """Write the recorded world states of one episode (default: the last) as a spec §3
     trace."""
     from mango.oracle.world_state import write_trace
-    from mango.ros.bag_states import bag_episode
+    from mango.ros.bag_states import iter_episode
 
     try:
-        n = write_trace(output, bag_episode(bag, topic, episode))
+        n = write_trace(output, iter_episode(bag, topic, episode))
     except InputError as exc:
         _fail(exc)
     sys.stderr.write(f"wrote {n} states to {output}\n")

@@ -19,7 +19,7 @@ from rich.console import Console
 from mango.client.episode import Episode, run_episode
 from mango.oracle.cli_render import render_report
 from mango.oracle.tracker import Report
-from mango.ros.bag_states import bag_episode
+from mango.ros.bag_states import episode_starts
 from mango_ros.msg import StepVerdict
 
 _STYLE = {"enabled": "yellow", "completed": "bold green", "incomplete": "red",
@@ -71,7 +71,8 @@ def run_demo(scene: str, seed: int = 0, fault: str = "", out_dir: Path | None = 
     run = report.pop("run")
     report_file = out_dir / "report.json"
     report_file.write_text(json.dumps({"report": report, "run": run}, indent=2) + "\n")
-    states = len(bag_episode(bag, f"{run['namespace']}/world_state"))
+    starts, count = episode_starts(bag, f"{run['namespace']}/world_state")
+    states = count - starts[-1]
     full = dataclasses.replace(Report.from_json(report), n_states=states, t_end=run["t_end"])
     return DemoResult(full, run, report_file)
 

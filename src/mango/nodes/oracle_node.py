@@ -241,7 +241,7 @@ class OracleNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    run_node(OracleNode, args)
+    run_node(OracleNode, args, threads=1)
 
 
 if __name__ == "__main__":

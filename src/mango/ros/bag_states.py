@@ -1,7 +1,14 @@
-"""World states out of a bag: CDR payloads on a `WorldState` topic -> core `WorldState`s."""
+"""World states out of a bag: CDR payloads on a `WorldState` topic -> core `WorldState`s.
+
+A bag may hold several episodes: world time going back (a simulator reset) starts a new one,
+as in the oracle node. Episodes are found from the header stamps alone (the first bytes of
+each payload), then the chosen one is decoded as a stream, so replaying a long bag never holds
+all its states in memory.
+"""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,47 +18,80 @@ from mango.oracle.world_state import WorldState
 from mango.ros.world_state_cdr import WorldStateDecoder
 
 WORLD_STATE_TYPE = "mango_ros/msg/WorldState"
+_STAMP = struct.Struct("<iI")  # header.stamp right after the 4-byte CDR encapsulation
 
 
-def iter_bag_world_states(bag: str | Path, topic: str = "/world_state",
-                          reader: BagReader | None = None) -> Iterator[WorldState]:
-    """Every world state recorded on `topic`, in recording order (episodes concatenated)."""
-    reader = reader or BagReader(bag)
-    decoder = WorldStateDecoder()
+def _payloads(bag: str | Path, topic: str) -> Iterator[bytes]:
+    reader = BagReader(bag)
     seen = False
     for m in reader.messages({topic}):
         if m.msgtype != WORLD_STATE_TYPE:
             raise InputError(f"topic {topic} carries {m.msgtype}, not {WORLD_STATE_TYPE}",
                              file=str(bag))
         seen = True
-        try:
-            yield decoder.decode(m.data)
-        except InputError as exc:
-            raise InputError(f"{topic} message at {m.log_time_ns} ns: {exc.message}",
-                             file=str(bag)) from None
+        yield m.data
     if not seen:
         topics = ", ".join(sorted(reader.topics())) or "none"
         raise InputError(f"no messages on {topic} (topics in the bag: {topics})", file=str(bag))
 
 
-def bag_episodes(bag: str | Path, topic: str = "/world_state") -> list[list[WorldState]]:
-    """The recorded world states split into episodes where world time goes back (a reset),
-    as the oracle node does live."""
-    episodes: list[list[WorldState]] = []
+def _decoded(payloads: Iterator[bytes], bag: str | Path, topic: str) -> Iterator[WorldState]:
+    decoder = WorldStateDecoder()
+    for i, data in enumerate(payloads):
+        try:
+            yield decoder.decode(data)
+        except InputError as exc:
+            raise InputError(f"{topic} message {i + 1}: {exc.message}", file=str(bag)) from None
+
+
+def iter_bag_world_states(bag: str | Path, topic: str = "/world_state") -> Iterator[WorldState]:
+    """Every world state recorded on `topic`, in recording order (episodes concatenated)."""
+    return _decoded(_payloads(bag, topic), bag, topic)
+
+
+def episode_starts(bag: str | Path, topic: str = "/world_state") -> tuple[list[int], int]:
+    """Indices of the messages that start an episode, and the message count."""
+    starts: list[int] = []
     last = None
-    for state in iter_bag_world_states(bag, topic):
-        if last is None or state.t < last:
-            episodes.append([])
-        episodes[-1].append(state)
-        last = state.t
-    return episodes
+    n = 0
+    for n, data in enumerate(_payloads(bag, topic), start=1):
+        if len(data) < 12:
+            raise InputError(f"{topic} message {n} is too short for a WorldState", file=str(bag))
+        sec, nsec = _STAMP.unpack_from(data, 4)
+        t = sec * 1_000_000_000 + nsec
+        if last is None or t < last:
+            starts.append(n - 1)
+        last = t
+    return starts, n
+
+
+def iter_episode(bag: str | Path, topic: str = "/world_state",
+                 episode: int | None = None) -> Iterator[WorldState]:
+    """The states of one episode (1-based; negative counts from the end; default the last)."""
+    starts, n = episode_starts(bag, topic)
+    index = -1 if episode is None else episode - 1 if episode > 0 else episode
+    if episode == 0 or not -len(starts) <= index < len(starts):
+        raise InputError(f"no episode {episode}: the bag has {len(starts)}", file=str(bag))
+    first = starts[index]
+    end = starts[index + 1] if index != -1 and index + 1 < len(starts) else n
+
+    def chosen() -> Iterator[bytes]:
+        for i, data in enumerate(_payloads(bag, topic)):
+            if i >= end:
+                return
+            if i >= first:
+                yield data
+
+    return _decoded(chosen(), bag, topic)
 
 
 def bag_episode(bag: str | Path, topic: str = "/world_state",
                 episode: int | None = None) -> list[WorldState]:
-    """One episode (1-based; negative counts from the end; default: the last one)."""
-    episodes = bag_episodes(bag, topic)
-    index = -1 if episode is None else episode - 1 if episode > 0 else episode
-    if episode == 0 or not -len(episodes) <= index < len(episodes):
-        raise InputError(f"no episode {episode}: the bag has {len(episodes)}", file=str(bag))
-    return episodes[index]
+    """`iter_episode` as a list."""
+    return list(iter_episode(bag, topic, episode))
+
+
+def bag_episodes(bag: str | Path, topic: str = "/world_state") -> list[list[WorldState]]:
+    """Every episode's states."""
+    starts, _ = episode_starts(bag, topic)
+    return [bag_episode(bag, topic, k) for k in range(1, len(starts) + 1)]
