@@ -70,6 +70,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
     client = ActionClient(node, RunPolicy, f"{ns}/run_policy")
     try:
         assert client.wait_for_server(timeout_sec=60), procs.log("vla")
+        wait_for(lambda: states, 60, "the sim's joint states")  # the sim builds its scene
         yield server, client, commands, states, procs
     finally:
         executor.shutdown(timeout_sec=1.0)

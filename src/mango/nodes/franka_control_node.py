@@ -431,7 +431,7 @@ class FrankaControlNode(Node):
             response.message = "no joint state received: cannot hold a known position"
         return response
 
-    def _wait_measured(self, timeout: float = 2.0) -> Measured | None:
+    def _wait_measured(self, timeout: float = 10.0) -> Measured | None:
         """The latest joint state, waiting a little for the first one after start-up."""
         deadline = time.monotonic() + timeout
         while (m := self.backend.measured()) is None and time.monotonic() < deadline:
