@@ -82,6 +82,11 @@ def _decode(buf: bytes, cache: list[_Cached]) -> WorldState:
         p += 4
         return buf[p:p + n - 1].decode(), p + n
 
+    def length(p: int) -> tuple[int, int]:
+        """A sequence's element count and where its elements start."""
+        p = align(p, 4)
+        return u32(buf, p)[0], p + 4
+
     def align(p: int, a: int) -> int:
         r = (p - 4) % a
         return p + (a - r) if r else p
@@ -91,9 +96,7 @@ def _decode(buf: bytes, cache: list[_Cached]) -> WorldState:
     _frame, pos = string(pos)
 
     objects: dict[str, EntityState] = {}
-    pos = align(pos, 4)
-    (n,) = u32(buf, pos)
-    pos += 4
+    n, pos = length(pos)
     for k in range(n):
         start = pos
         if k < len(cache):
@@ -134,9 +137,7 @@ def _decode(buf: bytes, cache: list[_Cached]) -> WorldState:
             cache.append(entry)
 
     joints: dict[str, JointState] = {}
-    pos = align(pos, 4)
-    (n,) = u32(buf, pos)
-    pos += 4
+    n, pos = length(pos)
     for _ in range(n):
         jid, pos = string(pos)
         pos = align(pos, 8)
@@ -149,9 +150,7 @@ def _decode(buf: bytes, cache: list[_Cached]) -> WorldState:
         })
 
     devices: dict[str, DeviceState] = {}
-    pos = align(pos, 4)
-    (n,) = u32(buf, pos)
-    pos += 4
+    n, pos = length(pos)
     for _ in range(n):
         did, pos = string(pos)
         devices[did] = _construct(DeviceState, {"on": bool(buf[pos])})
@@ -167,18 +166,14 @@ def _decode(buf: bytes, cache: list[_Cached]) -> WorldState:
     }) if has_gripper else None
 
     contacts: list[tuple[str, str]] = []
-    pos = align(pos, 4)
-    (n,) = u32(buf, pos)
-    pos += 4
+    n, pos = length(pos)
     for _ in range(n):
         a, pos = string(pos)
         b, pos = string(pos)
         contacts.append((a, b))
 
     facts: dict[str, bool] = {}
-    pos = align(pos, 4)
-    (n,) = u32(buf, pos)
-    pos += 4
+    n, pos = length(pos)
     for _ in range(n):
         atom, pos = string(pos)
         facts[atom] = bool(buf[pos])
