@@ -60,7 +60,7 @@ def test_optional_backends_say_what_to_install(backend: str, package: str) -> No
     except ImportError:
         pass
     else:
-        pytest.skip(f"{module} is installed here; this checks the message without it")
+        pytest.skip(reason=f"{module} is installed here; this checks the message without it")
     with pytest.raises(InputError, match=f"pip install {package}"):
         open_source(backend, "0")
 

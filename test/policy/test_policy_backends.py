@@ -238,7 +238,7 @@ def test_lerobot_without_the_extra_says_how_to_install(tmp_path) -> None:
     except ImportError:
         pass
     else:
-        pytest.skip("lerobot is installed here; this checks the message without it")
+        pytest.skip(reason="lerobot is installed here; this checks the message without it")
     with pytest.raises(InputError, match=r"pip install lerobot==0\.6\.1"):
         make_backend(PolicyConfig(backend="lerobot", checkpoint=str(ckpt)))
     with pytest.raises(InputError, match=r"no config\.json"):
