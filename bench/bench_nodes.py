@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import statistics
@@ -117,7 +118,7 @@ def bench_replay(minutes: float = 10.0, rate: float = 100.0) -> dict[str, float]
 
     from mango.bags import BagWriter
     from mango.oracle import StepTracker
-    from mango.ros.bag_states import iter_episode
+    from mango.ros.bag_states import iter_bag_world_states, judge_bag
     from mango.ros.world_state_cdr import decode_world_state
     from mango.ros.world_state_msg import state_to_msg
     from mango.sim.faults import parse_fault
@@ -135,18 +136,13 @@ def bench_replay(minutes: float = 10.0, rate: float = 100.0) -> dict[str, float]
             w.write("/world_state", _patch_stamp(payloads[i % len(payloads)], t),
                     int(t * 1e9))
     oracle = REPO / "config" / "oracles" / f"{scene}.json"
-    # As `mango replay` does it: find the episode, stream-decode it into the tracker.
     t0 = time.perf_counter()
-    tracker = StepTracker(oracle)
-    n_states = 0
-    for state in iter_episode(bag):
-        tracker.update(state)
-        n_states += 1
-    report = tracker.finish()
+    report = judge_bag(bag, StepTracker(oracle))  # exactly what `mango replay` runs
     total = time.perf_counter() - t0
+    n_states = report.n_states
     t0 = time.perf_counter()
-    for _ in iter_episode(bag):  # reading and decoding alone, for the breakdown
-        pass
+    # Reading and decoding alone, for the breakdown (keeps only the last state).
+    (state,) = collections.deque(iter_bag_world_states(bag), maxlen=1)
     read_decode = time.perf_counter() - t0
     t0 = time.perf_counter()
     for p in payloads:

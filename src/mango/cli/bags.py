@@ -83,14 +83,11 @@ def replay(
     from mango.oracle import FunctionLibrary, StepTracker
     from mango.oracle.cli_render import render_report
     from mango.oracle.predicates import EvaluationError
-    from mango.ros.bag_states import iter_episode
+    from mango.ros.bag_states import judge_bag
 
     try:
         library = FunctionLibrary.load(functions) if functions else FunctionLibrary.default()
-        tracker = StepTracker(oracle, library, hold=hold)
-        for state in iter_episode(bag, topic, episode):
-            tracker.update(state)
-        report = tracker.finish()
+        report = judge_bag(bag, StepTracker(oracle, library, hold=hold), topic, episode)
     except (InputError, EvaluationError) as exc:
         _fail(InputError(str(exc)) if not isinstance(exc, InputError) else exc)
     render_report(report, Console(), json_output=json_output)

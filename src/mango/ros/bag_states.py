@@ -14,6 +14,7 @@ from pathlib import Path
 
 from mango.bags import BagReader
 from mango.errors import InputError
+from mango.oracle.tracker import Report, StepTracker
 from mango.oracle.world_state import WorldState
 from mango.ros.world_state_cdr import WorldStateDecoder
 
@@ -95,3 +96,23 @@ def bag_episodes(bag: str | Path, topic: str = "/world_state") -> list[list[Worl
     """Every episode's states."""
     starts, _ = episode_starts(bag, topic)
     return [bag_episode(bag, topic, k) for k in range(1, len(starts) + 1)]
+
+
+def judge_bag(bag: str | Path, tracker: StepTracker, topic: str = "/world_state",
+              episode: int | None = None) -> Report:
+    """Feed one episode's states to `tracker` and finish it; what `mango replay` does.
+
+    The default (last) episode is judged in a single pass, restarting the tracker where world
+    time goes back — exactly what the oracle node does live.
+    """
+    if episode is not None:
+        for state in iter_episode(bag, topic, episode):
+            tracker.update(state)
+        return tracker.finish()
+    last = None
+    for state in iter_bag_world_states(bag, topic):
+        if last is not None and state.t < last:
+            tracker.reset()
+        tracker.update(state)
+        last = state.t
+    return tracker.finish()
