@@ -8,13 +8,13 @@ The formats follow spec §2 (oracle) and §4 (libraries, scene objects, function
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from mango import json_files
 from mango.errors import InputError, from_validation_error
 
 ExecutionMode = Literal["sequential", "any_order"]
@@ -212,17 +212,7 @@ class SceneFile(_Model):
 
 def read_json(path: str | Path) -> Any:
     """Read a JSON file; a syntax error names the file, line and column."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", file=str(p)) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno, column=exc.colno
-        ) from None
+    return json_files.read_json(path, "file")
 
 
 def _validate(model: type[_Model], data: Any, file: str, prefix: str = "") -> Any:

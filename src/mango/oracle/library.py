@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mango.errors import InputError
+from mango.json_files import read_json
 from mango.oracle.expr import NAME_RE
 from mango.oracle.predicates import BUILTINS, Implementation, Thresholds
 from mango.oracle.world_state import ENTITY_KINDS
@@ -136,18 +137,7 @@ class FunctionLibrary:
     def load(cls, path: str | Path) -> FunctionLibrary:
         """Read a function library JSON file."""
         p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot read function library: {exc.strerror}", file=str(p)) from None
-        except UnicodeDecodeError:
-            raise InputError("not UTF-8 text", file=str(p)) from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno, column=exc.colno
-            ) from None
+        data = read_json(p, "function library")
         return cls.from_json(data, file=str(p))
 
     def dump(self, path: str | Path) -> None:

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from mango.errors import InputError, field_path
+from mango.json_files import parse_json, read_text
 
 ExecutionMode = Literal["sequential", "any_order"]
 
@@ -184,22 +185,11 @@ def load_oracle(
     else:
         text: str
         if isinstance(source, Path) or not str(source).lstrip().startswith(("{", "[")):
-            p = Path(source)
-            file = file or str(p)
-            try:
-                text = p.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise InputError(f"cannot read oracle: {exc.strerror}", file=file) from None
-            except UnicodeDecodeError:
-                raise InputError("not UTF-8 text", file=file) from None
+            file = file or str(source)
+            text = read_text(source, "oracle")
         else:
             text = str(source)
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"invalid JSON: {exc.msg}", file=file, line=exc.lineno, column=exc.colno
-            ) from None
+        data = parse_json(text, file)
     if not isinstance(data, dict):
         raise InputError("an oracle must be a JSON object", file=file)
     try:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mango.errors import InputError
+from mango.json_files import read_text
 from mango.oracle.compile import compile_expression
 from mango.oracle.expr import Atom, ExpressionError, iter_atoms, parse_expression
 from mango.oracle.library import FunctionLibrary
@@ -149,12 +150,7 @@ def load_scene(
     """Read a scene: the spec §4 scene-objects form, or a world state (JSON or the first line
     of a JSONL trace), which then also serves as the sample state for the dry run."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read scene: {exc.strerror}", file=str(p)) from None
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", file=str(p)) from None
+    text = read_text(p, "scene")
     try:
         data = json.loads(text)
         line = None

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from mango.errors import InputError
+from mango.json_files import read_json
 from mango.oracle.world_state import WorldState, write_trace
 from mango.sim.build import CONTROL_HZ
 from mango.sim.env import SimEnv, as_scene
@@ -92,11 +93,7 @@ def load_oracle_json(scene: SceneSpec) -> tuple[dict[str, Any] | None, Path | No
         p = REPO_ROOT / p
     if not p.exists():
         return None, p
-    try:
-        return json.loads(p.read_text(encoding="utf-8")), p
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno,
-                         column=exc.colno) from None
+    return read_json(p, "oracle"), p
 
 
 def make_labels(scene: SceneSpec, seed: int, expert: ExpertPolicy) -> dict[str, Any]:
