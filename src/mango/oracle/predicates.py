@@ -383,6 +383,9 @@ def p_near(v: StateView, a: str, b: str) -> bool:
 
 Implementation = Callable[..., bool]
 
+# Argument kinds of the spatial relations: anything with a place in the world.
+_PLACED = ("object", "robot", "fixture", "surface", "region", "device")
+
 # name -> (implementation, argument names, accepted kinds per argument, description)
 BUILTINS: dict[str, tuple[Implementation, tuple[str, ...], tuple[tuple[str, ...], ...], str]] = {
     "in": (
@@ -445,28 +448,19 @@ BUILTINS: dict[str, tuple[Implementation, tuple[str, ...], tuple[tuple[str, ...]
     "left_of": (
         p_left_of,
         ("target_object", "reference_object"),
-        (
-            ("object", "robot", "fixture", "surface", "region", "device"),
-            ("object", "robot", "fixture", "surface", "region", "device"),
-        ),
+        (_PLACED, _PLACED),
         "The first entity is to the left of the second, seen from the robot.",
     ),
     "right_of": (
         p_right_of,
         ("target_object", "reference_object"),
-        (
-            ("object", "robot", "fixture", "surface", "region", "device"),
-            ("object", "robot", "fixture", "surface", "region", "device"),
-        ),
+        (_PLACED, _PLACED),
         "The first entity is to the right of the second, seen from the robot.",
     ),
     "near": (
         p_near,
         ("first_entity", "second_entity"),
-        (
-            ("object", "robot", "fixture", "surface", "region", "device"),
-            ("object", "robot", "fixture", "surface", "region", "device"),
-        ),
+        (_PLACED, _PLACED),
         "The two entities are close (use robot_hand for the hand centre).",
     ),
 }
