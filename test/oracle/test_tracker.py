@@ -342,3 +342,30 @@ def test_expression_error_names_line_and_column_in_the_oracle_file(tmp_path: Pat
     assert text_line[err.column - 1 :].startswith('"')  # the end of "up(b) or"
     assert text_line.strip().startswith('"handle_as": "up(b) or"')
     assert str(err).startswith(f"{path}:{err.line}:{err.column}, field 'plan[1].monitoring[0]")
+
+
+def test_precomputed_evaluation_error_is_the_one_update_raises() -> None:
+    """An action whose condition could not be evaluated stops `update_values` with exactly
+    the error `update` raises on that state."""
+    from mango.oracle.predicates import EvaluationError
+
+    oracle = {"execution_mode": "sequential", "plan": [
+        {"action_id": "lift", "monitoring": [{"handle_as": "up(a)"}]},
+        {"action_id": "drop", "monitoring": [{"handle_as": "up(ghost)"}]},
+    ]}
+    state = WorldState.model_validate(
+        {"t": 0.0, "objects": {"a": {"position": [0, 0, 1.0], "size": [0.1, 0.1, 0.1]}}})
+    live, fed = StepTracker(oracle), StepTracker(oracle)
+    values, errors = fed.condition_values(state)
+    assert values == [True, False] and list(errors) == [1] and "ghost" in errors[1]
+
+    def value_of(i: int) -> bool:
+        if i in errors:
+            raise EvaluationError(errors[i])
+        return values[i]
+
+    with pytest.raises(EvaluationError) as want:
+        live.update(state)
+    with pytest.raises(EvaluationError) as got:
+        fed.update_values(state.t, value_of)
+    assert str(got.value) == str(want.value)

@@ -104,3 +104,17 @@ def test_executing_the_plan_in_order_passes_without_events(oracle: dict) -> None
     assert report.verdict == "pass"
     assert report.events == ()
     assert [s.completed_t for s in report.steps] == [float(k + 1) for k in range(len(atoms))]
+
+
+@settings(max_examples=150, deadline=None)
+@given(oracles, traces, st.integers(1, 3))
+def test_precomputed_conditions_track_like_states(oracle: dict, trace: list[WorldState],
+                                                  hold: int) -> None:
+    """What a replay worker does (every condition, then `update_values`) gives the events
+    and report of `update` state by state."""
+    live, fed = StepTracker(oracle, hold=hold), StepTracker(oracle, hold=hold)
+    for state in trace:
+        values, errors = fed.condition_values(state)
+        assert not errors
+        assert fed.update_values(state.t, values.__getitem__) == live.update(state)
+    assert fed.finish() == live.finish()

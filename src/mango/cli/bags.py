@@ -71,6 +71,8 @@ def replay(
     topic: Annotated[str, typer.Option(help="WorldState topic.")] = "/world_state",
     hold: Annotated[int, typer.Option(min=1)] = 1,
     episode: EpisodeOpt = None,
+    jobs: Annotated[int, typer.Option(
+        min=0, help="Processes (0: one per core when the bag is big enough to gain).")] = 0,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Re-judge a recorded run offline; prints what `mango oracle check` prints.
@@ -87,7 +89,8 @@ def replay(
 
     try:
         library = FunctionLibrary.load(functions) if functions else FunctionLibrary.default()
-        report = judge_bag(bag, StepTracker(oracle, library, hold=hold), topic, episode)
+        report = judge_bag(bag, StepTracker(oracle, library, hold=hold), topic, episode,
+                           jobs=jobs)
     except (InputError, EvaluationError) as exc:
         _fail(InputError(str(exc)) if not isinstance(exc, InputError) else exc)
     render_report(report, Console(), json_output=json_output)

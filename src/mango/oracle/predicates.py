@@ -141,9 +141,7 @@ class StateView:
         self.th = thresholds
         # Atom values of this state, keyed by whitespace-free atom; facts are preloaded so
         # they win over geometry, and computed atoms are stored so each is computed once.
-        self.memo: dict[str, bool] = (
-            {"".join(k.split()): v for k, v in state.facts.items()} if state.facts else {}
-        )
+        self.memo: dict[str, bool] = _fact_memo(state.facts) if state.facts else {}
         self._boxes: dict[str, Box] = {}
         self._levels: dict[str, float] = {}
         self._touch: dict[str, set[str]] | None = None
@@ -253,6 +251,20 @@ class StateView:
 
 
 _EMPTY: set[str] = set()
+_ATOM_KEYS: dict[str, str] = {}  # fact as written -> whitespace-free atom (facts repeat)
+
+
+def _fact_memo(facts: dict[str, bool]) -> dict[str, bool]:
+    keys = _ATOM_KEYS
+    out: dict[str, bool] = {}
+    for k, v in facts.items():
+        key = keys.get(k)
+        if key is None:
+            if len(keys) > 100_000:
+                keys.clear()
+            key = keys[k] = "".join(k.split())
+        out[key] = v
+    return out
 
 
 def _rotated_half_extents(

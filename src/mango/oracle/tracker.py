@@ -19,7 +19,7 @@ Choices where the spec leaves room (documented so users can rely on them):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -219,9 +219,33 @@ class StepTracker:
 
     def update(self, state: WorldState) -> list[TrackerEvent]:
         """Advance by one state; returns the events it caused (enabled, completed, ...)."""
+        view = StateView(state, self.library.thresholds, self._extents)
+        conds = self._conds
+        return self._advance(state.t, lambda i: conds[i](view))
+
+    def update_values(self, t: float, value_of: Callable[[int], bool]) -> list[TrackerEvent]:
+        """`update` for a state whose action conditions were evaluated elsewhere (a replay
+        worker): `value_of(i)` is action i's condition, or raises its EvaluationError."""
+        return self._advance(t, value_of)
+
+    def condition_values(self, state: WorldState) -> tuple[list[bool], dict[int, str]]:
+        """Every action's condition in `state`, whatever the tracker's progress, and the
+        messages of those that could not be evaluated (False in the list); what a replay
+        worker computes for `update_values`."""
+        view = StateView(state, self.library.thresholds, self._extents)
+        values: list[bool] = []
+        errors: dict[int, str] = {}
+        for i, cond in enumerate(self._conds):
+            try:
+                values.append(cond(view))
+            except EvaluationError as exc:
+                values.append(False)
+                errors[i] = exc.message
+        return values, errors
+
+    def _advance(self, t: float, value_of: Callable[[int], bool]) -> list[TrackerEvent]:
         if self._finished:
             raise RuntimeError("the tracker was finished; call reset() to start again")
-        t = state.t
         if self._last_t is not None and t < self._last_t:
             raise InputError(f"time goes backwards ({t} after {self._last_t})", field="t")
         first = self._n_states == 0
@@ -230,8 +254,7 @@ class StepTracker:
         events: list[TrackerEvent] = []
         if self.done:
             return events
-        view = StateView(state, self.library.thresholds, self._extents)
-        entries, conds = self.entries, self._conds
+        entries = self.entries
         completed, waiting, prev, held = self._completed, self._waiting, self._prev, self._held
         if first:
             for e in entries:
@@ -243,7 +266,7 @@ class StepTracker:
         try:
             # Plan order: an action completed here enables its successors in this same pass.
             for i in self._active:
-                value = conds[i](view)
+                value = value_of(i)
                 if completed[i]:  # a chain end that completed earlier
                     if prev[i] and not value:
                         events.append(self._event(t, "regression", entries[i]))

@@ -32,8 +32,13 @@ def _payloads(bag: str | Path, topic: str) -> Iterator[bytes]:
         seen = True
         yield m.data
     if not seen:
-        topics = ", ".join(sorted(reader.topics())) or "none"
-        raise InputError(f"no messages on {topic} (topics in the bag: {topics})", file=str(bag))
+        raise no_messages(bag, topic)
+
+
+def no_messages(bag: str | Path, topic: str) -> InputError:
+    """The error for a bag with nothing on `topic`, listing what it has."""
+    topics = ", ".join(sorted(BagReader(bag).topics())) or "none"
+    return InputError(f"no messages on {topic} (topics in the bag: {topics})", file=str(bag))
 
 
 def _decoded(payloads: Iterator[bytes], bag: str | Path, topic: str) -> Iterator[WorldState]:
@@ -66,15 +71,23 @@ def episode_starts(bag: str | Path, topic: str = "/world_state") -> tuple[list[i
     return starts, n
 
 
-def iter_episode(bag: str | Path, topic: str = "/world_state",
-                 episode: int | None = None) -> Iterator[WorldState]:
-    """The states of one episode (1-based; negative counts from the end; default the last)."""
-    starts, n = episode_starts(bag, topic)
+def episode_range(starts: list[int], n: int, episode: int | None,
+                   bag: str | Path) -> tuple[int, int]:
+    """[first, end) message indices of an episode (1-based; negative from the end; None the
+    last), given the indices where episodes start."""
     index = -1 if episode is None else episode - 1 if episode > 0 else episode
     if episode == 0 or not -len(starts) <= index < len(starts):
         raise InputError(f"no episode {episode}: the bag has {len(starts)}", file=str(bag))
     first = starts[index]
     end = starts[index + 1] if index != -1 and index + 1 < len(starts) else n
+    return first, end
+
+
+def iter_episode(bag: str | Path, topic: str = "/world_state",
+                 episode: int | None = None) -> Iterator[WorldState]:
+    """The states of one episode (1-based; negative counts from the end; default the last)."""
+    starts, n = episode_starts(bag, topic)
+    first, end = episode_range(starts, n, episode, bag)
 
     def chosen() -> Iterator[bytes]:
         for i, data in enumerate(_payloads(bag, topic)):
@@ -99,12 +112,20 @@ def bag_episodes(bag: str | Path, topic: str = "/world_state") -> list[list[Worl
 
 
 def judge_bag(bag: str | Path, tracker: StepTracker, topic: str = "/world_state",
-              episode: int | None = None) -> Report:
+              episode: int | None = None, jobs: int = 1) -> Report:
     """Feed one episode's states to `tracker` and finish it; what `mango replay` does.
 
     The default (last) episode is judged in a single pass, restarting the tracker where world
-    time goes back — exactly what the oracle node does live.
+    time goes back, exactly what the oracle node does live. With `jobs` > 1 that pass uses
+    that many processes (0: one per core for a big bag); see `mango.ros.bag_judge`. A chosen
+    `episode` is judged in this process.
     """
+    if episode is None and jobs != 1:
+        from mango.ros import bag_judge
+
+        jobs = bag_judge.auto_jobs(bag, jobs)
+        if jobs > 1:
+            return bag_judge.judge_parallel(bag, topic, tracker, jobs)
     if episode is not None:
         for state in iter_episode(bag, topic, episode):
             tracker.update(state)

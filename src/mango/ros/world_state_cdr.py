@@ -1,14 +1,22 @@
 """Decode a serialized `WorldState` (CDR, as DDS delivers it) straight into the core model.
 
 Generic deserialization builds one Python message object per nested field (about 650 µs for
-50 objects); this reads the bytes once with `struct` (the layout follows msg/*.msg, and a test
-checks it against rclpy's deserializer on random records). Used on the oracle node's hot path
-and for bag replay; it needs no rclpy.
+50 objects). Here a message's *shape* (its string lengths and sequence counts) is compiled
+once into a `struct` format covering the whole message, so a state of a known shape is read
+with a single `unpack_from`; a stream keeps its shape from one state to the next (same
+entities, same ids) and only changes it when, say, a contact appears. Entities, joints and
+the small sections whose bytes did not change since the previous state are reused instead of
+rebuilt. The layout follows msg/*.msg (little-endian CDR, alignment relative to the byte after
+the 4-byte encapsulation header); a test checks it against rclpy's deserializer on random
+records. Used on the oracle node's hot path and for bag replay; it needs no rclpy.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from mango.errors import InputError
@@ -21,166 +29,320 @@ from mango.oracle.world_state import (
 )
 
 _U32 = struct.Struct("<I")
-_I32U32 = struct.Struct("<iI")
-_POSE_BOOL = struct.Struct("<7d?")
-_VEC_BOOL = struct.Struct("<3d?")
+_POSE = struct.Struct("<7d?")  # position, orientation x y z w, has_orientation
+_SIZE = struct.Struct("<3d?")  # size, has_size
 _JOINT = struct.Struct("<5d")
-_GRIPPER = struct.Struct("<d???")
+_GRIPPER = struct.Struct("<d????")  # width, has_width, closed, has_closed, has_gripper
 _NS = 1_000_000_000
+_MAX_LAYOUTS = 16  # shapes remembered per decoder (a stream alternates between a few)
+_MAX_NAMES = 4096  # decoded ids remembered per decoder
 
-
-def _construct(cls: type, fields: dict[str, Any]) -> Any:
-    """`cls.model_construct(**fields)` for a model whose every field is given: skips the
-    defaults/fields-set bookkeeping that makes model_construct cost microseconds per call."""
-    obj = cls.__new__(cls)
-    object.__setattr__(obj, "__dict__", fields)
-    object.__setattr__(obj, "__pydantic_fields_set__", set(fields))
-    object.__setattr__(obj, "__pydantic_extra__", None)
-    object.__setattr__(obj, "__pydantic_private__", None)
-    return obj
+# Values per element in the unpacked tuple (length fields included).
+_OBJ = 8  # len, id, len, kind, len, parent, pose bytes, size bytes
+_JNT = 3  # len, id, joint bytes
+_DEV = 3  # len, id, on
+_CON = 4  # len, a, len, b
+_FACT = 3  # len, atom, value
 
 
 class CdrError(InputError):
     """The bytes are not a WorldState in little-endian CDR."""
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """One message shape: the whole-message format and where each element's values start."""
+
+    unpack: Callable[[bytes, int], tuple[Any, ...]]
+    lengths: Callable[[tuple[Any, ...]], tuple[int, ...]]  # every length/count field
+    key: tuple[int, ...]  # their values for this shape
+    objects: tuple[int, ...]
+    # Joints, devices, gripper, contacts and facts, in message order.
+    sections: tuple[slice, slice, slice, slice, slice]
+
+
+class _Walk:
+    """Lays out a message from its length fields, read from the buffer as the walk goes."""
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf = buf
+        self.fmt: list[str] = []
+        self.p = 0  # offset after the encapsulation header
+        self.n = 0  # values the format yields so far
+        self.len_idx: list[int] = []
+        self.key: list[int] = []
+
+    def pad(self, a: int) -> None:
+        r = self.p % a
+        if r:
+            self.fmt.append(f"{a - r}x")
+            self.p += a - r
+
+    def take(self, code: str, size: int, values: int = 1) -> int:
+        """A fixed-size field; returns the index of its (first) value."""
+        self.fmt.append(code)
+        self.p += size
+        self.n += values
+        if 4 + self.p > len(self.buf):
+            raise CdrError("truncated WorldState")
+        return self.n - values
+
+    def length(self, min_size: int) -> int:
+        """A string length or sequence count, checked against the bytes left."""
+        self.pad(4)
+        if 4 + self.p + 4 > len(self.buf):
+            raise CdrError("truncated WorldState")
+        (v,) = _U32.unpack_from(self.buf, 4 + self.p)
+        self.len_idx.append(self.take("I", 4))
+        self.key.append(v)
+        if v * min_size > len(self.buf) - 4 - self.p:
+            raise CdrError(f"length {v} runs past the end of the message")
+        return v
+
+    def string(self, keep: bool = True) -> None:
+        n = self.length(1)
+        if n == 0:
+            raise CdrError("string without its terminating NUL")
+        if keep:
+            self.take(f"{n - 1}sx", n)
+        else:
+            self.fmt.append(f"{n}x")
+            self.p += n
+
+    def compile(self) -> _Layout:
+        self.take("iI", 8, 2)  # header.stamp: values 0 and 1
+        self.string(keep=False)  # header.frame_id
+        objects = []
+        for _ in range(self.length(4 * 3 + 56 + 1 + 24 + 1)):
+            first = self.n
+            self.string()
+            self.string()
+            self.string()
+            self.pad(8)
+            self.take("57s", 57)
+            self.pad(8)
+            self.take("25s", 25)
+            objects.append(first)
+        joints = self._section(4 + 40, self._joint)
+        devices = self._section(4 + 1, self._string_bool)
+        self.pad(8)
+        gripper = self.take("12s", 12)
+        contacts = self._section(8, self._contact)
+        facts = self._section(4 + 1, self._string_bool)
+        sections = (joints, devices, slice(gripper, gripper + 1), contacts, facts)
+        return _Layout(
+            unpack=struct.Struct("<" + "".join(self.fmt)).unpack_from,
+            lengths=itemgetter(*self.len_idx),
+            key=tuple(self.key),
+            objects=tuple(objects),
+            sections=sections,
+        )
+
+    def _section(self, min_size: int, element: Callable[[], None]) -> slice:
+        count = self.length(min_size)
+        start = self.n
+        for _ in range(count):
+            element()
+        return slice(start, self.n)
+
+    def _joint(self) -> None:
+        self.string()
+        self.pad(8)
+        self.take("40s", 40)
+
+    def _string_bool(self) -> None:  # a device or a fact
+        self.string()
+        self.take("?", 1)
+
+    def _contact(self) -> None:
+        self.string()
+        self.string()
+
+
+def _construct(cls: type, fields: dict[str, Any], fields_set: set[str]) -> Any:
+    """`cls.model_construct(**fields)` for a model whose every field is given, without the
+    defaults bookkeeping that makes model_construct cost microseconds per call. Every field is
+    set, so instances of a class can share one fields-set (adding a field to it is a no-op)."""
+    obj = cls.__new__(cls)
+    _setattr(obj, "__dict__", fields)
+    _setattr(obj, "__pydantic_fields_set__", fields_set)
+    _setattr(obj, "__pydantic_extra__", None)
+    _setattr(obj, "__pydantic_private__", None)
+    return obj
+
+
+_setattr = object.__setattr__
+_ENTITY_FIELDS = set(EntityState.model_fields)
+_JOINT_FIELDS = set(JointState.model_fields)
+_DEVICE_FIELDS = set(DeviceState.model_fields)
+_GRIPPER_FIELDS = set(GripperState.model_fields)
+_STATE_FIELDS = set(WorldState.model_fields)
+
+
 class WorldStateDecoder:
-    """Decodes a stream of states; an object whose bytes did not change since the previous
-    state is reused instead of rebuilt (most objects lie still most of the time)."""
+    """Decodes a stream of states, reusing what did not change since the previous one."""
 
     def __init__(self) -> None:
-        # Per object index, from the previous state: start and end offsets, the meaningful
-        # byte segments (CDR padding bytes are not zeroed by serializers, so they can't be
-        # compared), id and entity.
-        self._objects: list[_Cached] = []
+        self._layouts: dict[tuple[int, ...], _Layout] = {}
+        self._layout: _Layout | None = None
+        self._names: dict[bytes, str] = {}
+        # Per object index: its values in the previous state and the entity built from them.
+        self._objects: list[tuple[tuple[Any, ...], str, EntityState]] = []
+        # Per section (joints, devices, gripper, contacts, facts): previous values and result.
+        self._sections: list[tuple[tuple[Any, ...], Any] | None] = [None] * 5
+        self._tail: list[Any] = [None, None]  # all five sections' values, and the results
+        self._builders = (self._joints, self._devices, _gripper, self._contacts, self._facts)
 
     def decode(self, data: bytes | memoryview) -> WorldState:
-        buf = bytes(data)
+        buf = data if type(data) is bytes else bytes(data)
         if len(buf) < 4 or buf[1] != 0x01:
             raise CdrError("not little-endian CDR (encapsulation header)")
+        layout = self._layout
+        vals = _unpack(layout, buf) if layout is not None else None
+        if vals is None:
+            # A new shape: most likely one seen before (a contact came and went).
+            for known in reversed(self._layouts.values()):
+                if known is not layout and (vals := _unpack(known, buf)) is not None:
+                    layout = known
+                    break
+            else:
+                layout = self._shape_of(buf)
+                vals = layout.unpack(buf, 4)
+            self._layout = layout
         try:
-            return _decode(buf, self._objects)
-        except (struct.error, IndexError, UnicodeDecodeError) as exc:
+            return self._build(layout, vals)
+        except UnicodeDecodeError as exc:
+            raise CdrError(f"malformed WorldState: {exc}") from None
+
+    def _shape_of(self, buf: bytes) -> _Layout:
+        try:
+            walk = _Walk(buf)
+            layout = walk.compile()
+        except struct.error as exc:  # pragma: no cover - the walk checks bounds first
             raise CdrError(f"truncated or malformed WorldState: {exc}") from None
+        known = self._layouts.get(layout.key)
+        if known is not None:
+            return known
+        if len(self._layouts) >= _MAX_LAYOUTS:
+            self._layouts.clear()
+        self._layouts[layout.key] = layout
+        return layout
+
+    def _name(self, raw: bytes) -> str:
+        names = self._names
+        s = names.get(raw)
+        if s is None:
+            if len(names) >= _MAX_NAMES:
+                names.clear()
+            s = names[raw] = raw.decode()
+        return s
+
+    def _build(self, layout: _Layout, vals: tuple[Any, ...]) -> WorldState:
+        name = self._name
+        new, setattr = EntityState.__new__, _setattr
+        cache = self._objects
+        n_cached = len(cache)
+        objects: dict[str, EntityState] = {}
+        for k, b in enumerate(layout.objects):
+            seg = vals[b:b + _OBJ]
+            pose, size = seg[6], seg[7]
+            if k < n_cached:
+                c_seg, oid, c_ent = cache[k]
+                if seg == c_seg:  # same id, kind, parent, pose and size bytes
+                    objects[oid] = c_ent
+                    continue
+                if seg[1] == c_seg[1] and seg[3] == c_seg[3] and seg[5] == c_seg[5]:
+                    kind, parent = c_ent.kind, c_ent.parent  # the same entity, moved
+                else:
+                    oid = name(seg[1])
+                    kind, parent = name(seg[3]) or "object", name(seg[5]) or None
+            else:
+                oid = name(seg[1])
+                kind, parent = name(seg[3]) or "object", name(seg[5]) or None
+            px, py, pz, qx, qy, qz, qw, has_o = _POSE.unpack(pose)
+            sx, sy, sz, has_s = _SIZE.unpack(size)
+            # _construct, inlined: this is the per-entity cost of a stream where things move.
+            ent = objects[oid] = new(EntityState)
+            setattr(ent, "__dict__", {
+                "position": (px, py, pz),
+                "orientation": (qw, qx, qy, qz) if has_o else None,
+                "size": (sx, sy, sz) if has_s else None,
+                "kind": kind,
+                "parent": parent,
+            })
+            setattr(ent, "__pydantic_fields_set__", _ENTITY_FIELDS)
+            setattr(ent, "__pydantic_extra__", None)
+            setattr(ent, "__pydantic_private__", None)
+            if k < n_cached:
+                cache[k] = (seg, oid, ent)
+            else:
+                cache.append((seg, oid, ent))
+
+        # The small sections: rebuilt only when their values changed (usually none did).
+        tail = vals[layout.sections[0].start:]
+        if tail == self._tail[0]:
+            joints, devices, gripper, contacts, facts = self._tail[1]
+        else:
+            cache = self._sections
+            out = []
+            for i, sl in enumerate(layout.sections):
+                seg = vals[sl]
+                prev = cache[i]
+                if prev is None or prev[0] != seg:
+                    prev = cache[i] = (seg, self._builders[i](seg))
+                out.append(prev[1])
+            joints, devices, gripper, contacts, facts = self._tail[1] = out
+            self._tail[0] = tail
+        # Fresh containers around the reused elements, so a consumer that edits one state's
+        # dict does not edit the next state's.
+        return _construct(WorldState, {
+            "t": round(vals[0] + vals[1] / _NS, 9), "objects": objects,
+            "joints": joints.copy(), "devices": devices.copy(), "gripper": gripper,
+            "contacts": contacts.copy(), "facts": facts.copy(),
+        }, _STATE_FIELDS)
+
+    def _joints(self, seg: tuple[Any, ...]) -> dict[str, JointState]:
+        out: dict[str, JointState] = {}
+        for b in range(0, len(seg), _JNT):
+            q, q_open, q_closed, closed_frac, open_frac = _JOINT.unpack(seg[b + 2])
+            out[self._name(seg[b + 1])] = _construct(JointState, {
+                "q": q, "q_open": q_open, "q_closed": q_closed,
+                "closed_frac": None if closed_frac != closed_frac else closed_frac,  # NaN: unset
+                "open_frac": None if open_frac != open_frac else open_frac,
+            }, _JOINT_FIELDS)
+        return out
+
+    def _devices(self, seg: tuple[Any, ...]) -> dict[str, DeviceState]:
+        return {self._name(seg[b + 1]): _construct(DeviceState, {"on": seg[b + 2]},
+                                                   _DEVICE_FIELDS)
+                for b in range(0, len(seg), _DEV)}
+
+    def _contacts(self, seg: tuple[Any, ...]) -> list[tuple[str, str]]:
+        name = self._name
+        return [(name(seg[b + 1]), name(seg[b + 3])) for b in range(0, len(seg), _CON)]
+
+    def _facts(self, seg: tuple[Any, ...]) -> dict[str, bool]:
+        return {self._name(seg[b + 1]): seg[b + 2] for b in range(0, len(seg), _FACT)}
+
+
+def _unpack(layout: _Layout, buf: bytes) -> tuple[Any, ...] | None:
+    """The message's values if it has this shape, else None."""
+    try:
+        vals = layout.unpack(buf, 4)
+    except struct.error:
+        return None
+    return vals if layout.lengths(vals) == layout.key else None
+
+
+def _gripper(seg: tuple[bytes]) -> GripperState | None:
+    width, has_width, closed, has_closed, has_gripper = _GRIPPER.unpack(seg[0])
+    if not has_gripper:
+        return None
+    return _construct(GripperState, {
+        "width": width if has_width else None, "closed": closed if has_closed else None,
+    }, _GRIPPER_FIELDS)
 
 
 def decode_world_state(data: bytes | memoryview) -> WorldState:
     """Decode one state (no reuse across calls)."""
     return WorldStateDecoder().decode(data)
-
-
-_Cached = tuple[int, int, tuple[tuple[int, bytes], ...], str, EntityState]
-
-
-def _decode(buf: bytes, cache: list[_Cached]) -> WorldState:
-    u32 = _U32.unpack_from
-    pos = 4  # after the encapsulation header; alignment is relative to it
-
-    def string(p: int) -> tuple[str, int]:
-        p = (p + 3) & ~3 if (p - 4) % 4 else p
-        (n,) = u32(buf, p)
-        p += 4
-        return buf[p:p + n - 1].decode(), p + n
-
-    def length(p: int) -> tuple[int, int]:
-        """A sequence's element count and where its elements start."""
-        p = align(p, 4)
-        return u32(buf, p)[0], p + 4
-
-    def align(p: int, a: int) -> int:
-        r = (p - 4) % a
-        return p + (a - r) if r else p
-
-    sec, nsec = _I32U32.unpack_from(buf, pos)
-    pos += 8
-    _frame, pos = string(pos)
-
-    objects: dict[str, EntityState] = {}
-    n, pos = length(pos)
-    for k in range(n):
-        start = pos
-        if k < len(cache):
-            c_start, c_end, c_segments, c_id, c_ent = cache[k]
-            # Same offset and same bytes (id, kind, parent, pose, size): the object is as it
-            # was; five comparisons instead of parsing three strings and eleven numbers.
-            (o1, b1), (o2, b2), (o3, b3), (o4, b4), (o5, b5) = c_segments
-            sw = buf.startswith
-            if (c_start == start and sw(b4, o4) and sw(b5, o5) and sw(b1, o1) and sw(b2, o2)
-                    and sw(b3, o3)):
-                objects[c_id] = c_ent
-                pos = c_end
-                continue
-        s1 = align(pos, 4)
-        oid, e1 = string(pos)
-        s2 = align(e1, 4)
-        kind, e2 = string(e1)
-        s3 = align(e2, 4)
-        parent, e3 = string(e2)
-        s4 = pos = align(e3, 8)
-        px, py, pz, qx, qy, qz, qw, has_o = _POSE_BOOL.unpack_from(buf, pos)
-        s5 = pos = align(pos + 57, 8)
-        sx, sy, sz, has_s = _VEC_BOOL.unpack_from(buf, pos)
-        pos += 25
-        ent = objects[oid] = _construct(EntityState, {
-            "position": (px, py, pz),
-            "orientation": (qw, qx, qy, qz) if has_o else None,
-            "size": (sx, sy, sz) if has_s else None,
-            "kind": kind or "object",
-            "parent": parent or None,
-        })
-        segments = ((s1, buf[s1:e1]), (s2, buf[s2:e2]), (s3, buf[s3:e3]),
-                    (s4, buf[s4:s4 + 57]), (s5, buf[s5:pos]))
-        entry = (start, pos, segments, oid, ent)
-        if k < len(cache):
-            cache[k] = entry
-        else:
-            cache.append(entry)
-
-    joints: dict[str, JointState] = {}
-    n, pos = length(pos)
-    for _ in range(n):
-        jid, pos = string(pos)
-        pos = align(pos, 8)
-        q, q_open, q_closed, closed_frac, open_frac = _JOINT.unpack_from(buf, pos)
-        pos += 40
-        joints[jid] = _construct(JointState, {
-            "q": q, "q_open": q_open, "q_closed": q_closed,
-            "closed_frac": None if closed_frac != closed_frac else closed_frac,  # NaN: not given
-            "open_frac": None if open_frac != open_frac else open_frac,
-        })
-
-    devices: dict[str, DeviceState] = {}
-    n, pos = length(pos)
-    for _ in range(n):
-        did, pos = string(pos)
-        devices[did] = _construct(DeviceState, {"on": bool(buf[pos])})
-        pos += 1
-
-    pos = align(pos, 8)
-    width, has_width, closed, has_closed = _GRIPPER.unpack_from(buf, pos)
-    pos += 11
-    has_gripper = bool(buf[pos])
-    pos += 1
-    gripper = _construct(GripperState, {
-        "width": width if has_width else None, "closed": closed if has_closed else None,
-    }) if has_gripper else None
-
-    contacts: list[tuple[str, str]] = []
-    n, pos = length(pos)
-    for _ in range(n):
-        a, pos = string(pos)
-        b, pos = string(pos)
-        contacts.append((a, b))
-
-    facts: dict[str, bool] = {}
-    n, pos = length(pos)
-    for _ in range(n):
-        atom, pos = string(pos)
-        facts[atom] = bool(buf[pos])
-        pos += 1
-
-    fields: dict[str, Any] = {
-        "t": round(sec + nsec / _NS, 9), "objects": objects, "joints": joints,
-        "devices": devices, "gripper": gripper, "contacts": contacts, "facts": facts,
-    }
-    return _construct(WorldState, fields)

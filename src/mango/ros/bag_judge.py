@@ -1,0 +1,188 @@
+"""Judging a long bag on several cores.
+
+The costly part of a replay, decoding each state and evaluating every action's condition in
+it, does not depend on the tracker's progress; so worker processes do it for adjacent byte
+spans of the bag, and the tracker's bookkeeping (cheap, sequential) then runs over their
+results in recording order, through `StepTracker.update_values`, with exactly the semantics
+of feeding it the states one by one. Workers are forked, inheriting the compiled oracle, so
+this suits a process with no middleware threads running (the `mango replay` command, not a
+node).
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+import traceback
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mango.bags import BagReader
+from mango.errors import InputError
+from mango.oracle.predicates import EvaluationError
+from mango.oracle.tracker import Report, StepTracker
+from mango.ros.bag_states import WORLD_STATE_TYPE, no_messages
+from mango.ros.world_state_cdr import WorldStateDecoder
+
+PARALLEL_MIN_BYTES = 8 << 20  # below this, forking costs more than it saves
+# Work per state of tracking (finished actions skipped) against evaluating every action: the
+# first span is this much larger than the others so that all finish together.
+_LAZY_SHARE = 1.25
+
+
+@dataclass
+class SpanResult:
+    """One span's states: their times and every action's condition value, row by row."""
+
+    ts: array = field(default_factory=lambda: array("d"))
+    values: bytearray = field(default_factory=bytearray)  # len(ts) rows of n_actions bytes
+    errors: dict[int, str] = field(default_factory=dict)  # index in values -> why no value
+    # What stopped the span early: (index of the message in the span, message, whether the
+    # index belongs in the text, as the sequential reader words a decoding error).
+    failure: tuple[int, str, bool] | None = None
+
+
+def auto_jobs(bag: str | Path, jobs: int) -> int:
+    """Worker count for `jobs` (0 = one per usable core when the bag is big enough)."""
+    if jobs > 0:
+        return jobs
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return cores if BagReader(bag).size >= PARALLEL_MIN_BYTES else 1
+
+
+def evaluate_span(bag: str | Path, topic: str, tracker: StepTracker,
+                  span: tuple[int, int] | None) -> SpanResult:
+    """Decode the span's states and evaluate every action's condition in each."""
+    out = SpanResult()
+    ts, values, errors = out.ts, out.values, out.errors
+    decoder = WorldStateDecoder()
+    n_actions = len(tracker.entries)
+    evaluate = tracker.condition_values
+    i = 0
+    try:
+        for i, m in enumerate(BagReader(bag).messages({topic}, span)):
+            if m.msgtype != WORLD_STATE_TYPE:
+                out.failure = (i, f"topic {topic} carries {m.msgtype}, not {WORLD_STATE_TYPE}",
+                               False)
+                return out
+            try:
+                state = decoder.decode(m.data)
+            except InputError as exc:
+                out.failure = (i, exc.message, True)
+                return out
+            row, row_errors = evaluate(state)
+            if row_errors:
+                base = len(values)
+                for k, why in row_errors.items():
+                    errors[base + k] = why
+            ts.append(state.t)
+            values.extend(row)
+    except InputError as exc:  # the bag itself (not a message) is unreadable
+        out.failure = (i, exc.message, False)
+    assert len(values) == len(ts) * n_actions
+    return out
+
+
+def _worker(conn: multiprocessing.connection.Connection, bag: str | Path, topic: str,
+            tracker: StepTracker, span: tuple[int, int]) -> None:
+    try:
+        conn.send(("ok", evaluate_span(bag, topic, tracker, span)))
+    except BaseException:  # reported to the parent, which raises
+        conn.send(("crash", traceback.format_exc()))
+    finally:
+        conn.close()
+
+
+def _spans(size: int, jobs: int) -> list[tuple[int, int]]:
+    """Adjacent byte spans: the first (tracked lazily in this process, which skips finished
+    actions) a little larger than the workers', which evaluate every action."""
+    first = _LAZY_SHARE * size / (_LAZY_SHARE + jobs - 1)
+    cuts = [0] + [round(first + (size - first) * k / (jobs - 1)) for k in range(jobs - 1)]
+    return list(itertools.pairwise([*cuts, size + 1]))
+
+
+def judge_parallel(bag: str | Path, topic: str, tracker: StepTracker, jobs: int) -> Report:
+    """Judge the bag's last episode (restarting where world time goes back) with `jobs`
+    processes: this one tracks the first span state by state while forked workers evaluate
+    the later spans; then the tracker runs on through the workers' results."""
+    spans = _spans(BagReader(bag).size, jobs)
+    ctx = multiprocessing.get_context("fork")
+    workers = []
+    try:
+        for span in spans[1:]:
+            parent, child = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_worker, args=(child, bag, topic, tracker, span),
+                               daemon=True)
+            proc.start()
+            child.close()
+            workers.append((proc, parent))
+        count, last = _track_span(bag, topic, tracker, spans[0])
+        results = []
+        for proc, conn in workers:
+            try:
+                kind, payload = conn.recv()
+            except EOFError:
+                kind, payload = "crash", f"worker exited with code {proc.exitcode}"
+            if kind != "ok":
+                raise RuntimeError(f"replay worker failed:\n{payload}")
+            results.append(payload)
+    finally:
+        for proc, conn in workers:
+            conn.close()
+            if proc.is_alive():
+                proc.terminate()
+            proc.join()
+    n = len(tracker.entries)
+    for r in results:
+        values, errors = r.values, r.errors
+        for j, t in enumerate(r.ts):
+            if last is not None and t < last:
+                tracker.reset()
+            last = t
+            base = j * n
+
+            def value_of(i: int, base: int = base, values: bytearray = values,
+                         errors: dict[int, str] = errors) -> bool:
+                if values[base + i]:
+                    return True
+                why = errors.get(base + i)
+                if why is not None:
+                    raise EvaluationError(why)
+                return False
+
+            tracker.update_values(t, value_of)
+        if r.failure is not None:  # after the states before it, as a sequential pass would
+            local, message, indexed = r.failure
+            if indexed:
+                message = f"{topic} message {count + local + 1}: {message}"
+            raise InputError(message, file=str(bag))
+        count += len(r.ts)
+    if count == 0:
+        raise no_messages(bag, topic)
+    return tracker.finish()
+
+
+def _track_span(bag: str | Path, topic: str, tracker: StepTracker,
+                span: tuple[int, int]) -> tuple[int, float | None]:
+    """Feed the span's states to the tracker; the message count and the last time."""
+    decoder = WorldStateDecoder()
+    last = None
+    i = -1
+    for i, m in enumerate(BagReader(bag).messages({topic}, span)):
+        if m.msgtype != WORLD_STATE_TYPE:
+            raise InputError(f"topic {topic} carries {m.msgtype}, not {WORLD_STATE_TYPE}",
+                             file=str(bag))
+        try:
+            state = decoder.decode(m.data)
+        except InputError as exc:
+            raise InputError(f"{topic} message {i + 1}: {exc.message}", file=str(bag)) from None
+        if last is not None and state.t < last:
+            tracker.reset()
+        tracker.update(state)
+        last = state.t
+    return i + 1, last

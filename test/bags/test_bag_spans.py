@@ -1,0 +1,176 @@
+"""Reading a bag in byte spans (how replay workers share it) and judging it in parallel."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import struct
+from pathlib import Path
+
+import pytest
+from mcap.writer import CompressionType, Writer
+from rclpy.serialization import serialize_message
+
+from mango.bags import BagReader, BagWriter
+from mango.errors import InputError
+from mango.oracle import StepTracker
+from mango.oracle.predicates import EvaluationError
+from mango.ros.bag_states import judge_bag
+from mango.ros.world_state_msg import record_to_msg
+
+TYPE = "mango_ros/msg/WorldState"
+ORACLE = {"instruction": "lift the soup, then put it in the basket", "plan": [
+    {"action_id": "lift", "monitoring": [{"handle_as": "up(soup)"}]},
+    {"action_id": "place", "monitoring": [{"handle_as": "in(soup, basket)"}]},
+]}
+
+
+def _state(t: float, z: float, in_basket: bool = False) -> bytes:
+    soup = [0.5, 0.3, 0.86] if in_basket else [0.0, 0.0, z]
+    return serialize_message(record_to_msg({"t": t, "objects": {
+        "soup": {"position": soup, "size": [0.05, 0.05, 0.08]},
+        "basket": {"position": [0.5, 0.3, 0.86], "size": [0.2, 0.2, 0.1], "kind": "region"},
+        "table": {"position": [0.0, 0.0, 0.4], "size": [2.0, 2.0, 0.8], "kind": "surface"},
+    }, "contacts": [["soup", "table"]] * (int(t * 10) % 3)}))
+
+
+def _episode(n: int, lift_at: int, place_at: int | None) -> list[tuple[float, bytes]]:
+    """n states 0.1 s apart: the soup rests, is lifted at `lift_at`, placed at `place_at`."""
+    return [(0.1 * i, _state(0.1 * i, 0.84 if i < lift_at else 1.0,
+                             place_at is not None and i >= place_at)) for i in range(n)]
+
+
+def _write(bag: Path, states: list[tuple[float, bytes]], extra_topic: bool = True) -> None:
+    with BagWriter(bag) as w:
+        w.add_topic("/world_state", TYPE)
+        if extra_topic:
+            w.add_topic("/chatter", "std_msgs/msg/String")
+        for k, (_t, data) in enumerate(states):
+            w.write("/world_state", data, k)
+            if extra_topic and k % 7 == 0:
+                w.write("/chatter", b"\x00\x01\x00\x00\x03\x00\x00\x00hi\x00", k)
+
+
+def _write_chunked(path: Path, states: list[tuple[float, bytes]]) -> None:
+    """An MCAP as `ros2 bag record` writes it: chunked, channels defined inside chunks."""
+    with path.open("wb") as fh:
+        w = Writer(fh, chunk_size=4096, compression=CompressionType.NONE)
+        w.start(profile="ros2", library="test")
+        schema = w.register_schema(TYPE, "ros2msg", b"")
+        channel = w.register_channel("/world_state", "cdr", schema)
+        for k, (_t, data) in enumerate(states):
+            w.add_message(channel, log_time=k, data=data, publish_time=k, sequence=k)
+        w.finish()
+
+
+def _cuts(size: int, n: int, rng: random.Random, exact: list[int] = ()) -> list[tuple[int, int]]:
+    """n random cuts, and the offsets in `exact` (where records start)."""
+    cuts = sorted({0, size + 1, *exact, *(rng.randrange(size) for _ in range(n))})
+    return list(itertools.pairwise(cuts))
+
+
+def _record_starts(path: Path) -> list[int]:
+    """Where each top-level MCAP record begins (opcode byte, then a u64 length)."""
+    buf = path.read_bytes()
+    pos, out = 8, []
+    while pos + 9 <= len(buf):
+        out.append(pos)
+        pos += 9 + struct.unpack_from("<Q", buf, pos + 1)[0]
+    return out
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_adjacent_spans_read_every_message_once_in_order(tmp_path: Path, chunked: bool) -> None:
+    states = _episode(120, 30, 80)
+    if chunked:
+        bag = tmp_path / "chunked.mcap"
+        _write_chunked(bag, states)
+    else:
+        bag = tmp_path / "bag"
+        _write(bag, states)
+    reader = BagReader(bag)
+    whole = [m.data for m in reader.messages({"/world_state"})]
+    assert whole == [d for _, d in states]
+    rng = random.Random(7)
+    starts = _record_starts(reader.files[0])
+    for n in (1, 2, 5, 40):
+        spans = _cuts(reader.size, n, rng, rng.sample(starts, min(n, len(starts))))
+        pieces = [m.data for s in spans for m in BagReader(bag).messages({"/world_state"}, s)]
+        assert pieces == whole
+
+
+def test_spans_cover_a_bag_of_several_files(tmp_path: Path) -> None:
+    states = _episode(60, 10, 40)
+    bag = tmp_path / "split"
+    bag.mkdir()
+    for k, part in enumerate((states[:25], states[25:])):
+        _write_chunked(bag / f"split_{k}.mcap", part)
+    reader = BagReader(bag)
+    rng = random.Random(3)
+    for n in (1, 3, 9):
+        spans = _cuts(reader.size, n, rng)
+        assert [m.data for s in spans for m in reader.messages({"/world_state"}, s)] == [
+            d for _, d in states]
+
+
+def _judge(bag: Path, jobs: int, episode: int | None = None) -> dict:
+    return judge_bag(bag, StepTracker(ORACLE), episode=episode, jobs=jobs).to_json()
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_parallel_judge_equals_sequential(tmp_path: Path, jobs: int) -> None:
+    """Several episodes (world time going back lands anywhere relative to the spans): the
+    verdict, completions and events are those of the one-process pass."""
+    rng = random.Random(jobs)
+    for case in range(6):
+        states: list[tuple[float, bytes]] = []
+        for _ in range(rng.randint(1, 4)):
+            n = rng.randint(5, 90)
+            lift = rng.randint(0, n)
+            states += _episode(n, lift, rng.choice([None, rng.randint(lift, n)]))
+        bag = tmp_path / f"case{case}"
+        _write(bag, states)
+        assert _judge(bag, jobs) == _judge(bag, 1), case
+
+
+def test_parallel_judge_reports_a_bad_message_like_sequential(tmp_path: Path) -> None:
+    states = _episode(80, 20, 60)
+    states[65] = (states[65][0], states[65][1][:30])  # cut short
+    bag = tmp_path / "bad"
+    _write(bag, states)
+    with pytest.raises(InputError) as seq:
+        _judge(bag, 1)
+    with pytest.raises(InputError) as par:
+        _judge(bag, 2)
+    assert str(par.value) == str(seq.value)
+    assert "/world_state message 66" in str(par.value)
+
+
+def test_parallel_judge_reports_an_evaluation_error_like_sequential(tmp_path: Path) -> None:
+    states = _episode(80, 20, None)
+    states[70] = (7.0, serialize_message(record_to_msg({"t": 7.0})))  # the soup vanished
+    bag = tmp_path / "gone"
+    _write(bag, states)
+    with pytest.raises(EvaluationError) as seq:
+        _judge(bag, 1)
+    with pytest.raises(EvaluationError) as par:
+        _judge(bag, 2)
+    assert str(par.value) == str(seq.value)
+    assert "t=7.0" in str(par.value) and "soup" in str(par.value)
+
+
+def test_parallel_judge_of_an_empty_topic_is_a_clear_error(tmp_path: Path) -> None:
+    bag = tmp_path / "empty"
+    with BagWriter(bag) as w:
+        w.add_topic("/chatter", "std_msgs/msg/String")
+        w.write("/chatter", b"\x00\x01\x00\x00\x03\x00\x00\x00hi\x00", 1)
+    with pytest.raises(InputError, match="no messages on /world_state"):
+        _judge(bag, 2)
+
+
+def test_chosen_episode_is_judged_the_same_whatever_jobs(tmp_path: Path) -> None:
+    bag = tmp_path / "two"
+    _write(bag, _episode(40, 10, 30) + _episode(40, 35, None))
+    first = _judge(bag, 2, episode=1)
+    assert first["verdict"] == "pass" and _judge(bag, 1, episode=1) == first
+    assert _judge(bag, 2)["failed_step"] == "2"
