@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rclpy.serialization import deserialize_message, serialize_message
 
+from mango.oracle.world_state import WorldState as WorldStateModel
 from mango.ros.world_state_cdr import CdrError, decode_world_state
 from mango.ros.world_state_msg import msg_to_state, record_to_msg
 from mango_ros.msg import WorldState
@@ -83,3 +84,43 @@ def test_streaming_decoder_reuses_unchanged_objects_correctly(
         payload = serialize_message(record_to_msg(record))
         expected = msg_to_state(deserialize_message(payload, WorldState)).to_record()
         assert decoder.decode(payload).to_record() == expected
+
+
+def _expected(payload: bytes) -> dict:
+    return msg_to_state(deserialize_message(payload, WorldState)).to_record()
+
+
+def test_stream_whose_shape_comes_and_goes() -> None:
+    """Contacts and facts appearing and vanishing change the message's shape back and forth;
+    every state still decodes exactly, bit for bit (a -0.0 is not its predecessor's 0.0)."""
+    from mango.ros.world_state_cdr import WorldStateDecoder
+
+    decoder = WorldStateDecoder()
+    for i in range(40):
+        record = {"t": i * 0.01, "objects": {
+            "soup": {"position": [0.0 if i % 2 else -0.0, 0.1, 0.9], "size": [0.1, 0.1, 0.1]},
+            "table": {"position": [0, 0, 0.4], "kind": "surface"}},
+            "contacts": [["soup", "table"]] * (i % 3),
+            "facts": {"grasped(soup)": True} if i % 4 == 0 else {},
+            "joints": {"drawer": {"q": 0.1 * (i % 5), "q_open": 1.0, "q_closed": 0.0}}}
+        payload = serialize_message(record_to_msg(record))
+        got = decoder.decode(payload)
+        assert got.to_record() == _expected(payload)
+        assert math.copysign(1.0, got.objects["soup"].position[0]) == (-1.0 if i % 2 == 0
+                                                                        else 1.0)
+
+
+def test_editing_a_decoded_state_leaves_the_next_alone() -> None:
+    from mango.ros.world_state_cdr import WorldStateDecoder
+
+    record = {"t": 0.0, "objects": {"a": {"position": [1, 2, 3]}},
+              "contacts": [["a", "b"]], "facts": {"up(a)": True},
+              "devices": {"stove": {"on": True}}}
+    decoder = WorldStateDecoder()
+    first = decoder.decode(serialize_message(record_to_msg(record)))
+    first.objects.clear()
+    first.contacts.append(("x", "y"))
+    first.facts["up(a)"] = False
+    first.devices.clear()
+    second = decoder.decode(serialize_message(record_to_msg({**record, "t": 0.1})))
+    assert second.to_record() == {**WorldStateModel.model_validate(record).to_record(), "t": 0.1}

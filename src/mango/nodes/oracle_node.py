@@ -31,8 +31,9 @@ from mango.oracle import (
     load_oracle,
     static_check,
 )
+from mango.oracle.tracker import REPORTED_KINDS
 from mango.ros.markers import oracle_markers
-from mango.ros.verdict_msg import plain_step_verdict, step_verdict, task_verdict
+from mango.ros.verdict_msg import step_verdict_cdr, task_verdict
 from mango.ros.world_state_cdr import WorldStateDecoder
 from mango_ros.msg import StepVerdict, TaskVerdict
 from mango_ros.msg import WorldState as WorldStateMsg
@@ -116,7 +117,7 @@ class OracleNode(Node):
         self._eval_errors.clear()
         t = self.last_state.t if self.last_state is not None else None
         for e in self.tracker.entries:
-            self.step_pub.publish(plain_step_verdict(t, e.path, e.action.action_id, "pending"))
+            self.step_pub.publish(step_verdict_cdr(t, e.path, e.action.action_id, "pending"))
         self._markers_dirty = True
 
     # ------------------------------------------------------------------ callbacks
@@ -158,14 +159,15 @@ class OracleNode(Node):
 
     def _publish_events(self, events: list[TrackerEvent]) -> None:
         assert self.tracker is not None
-        statuses = self.tracker.statuses
-        completed = {s.path: s.completed_t for s in self.tracker.report().steps}
+        for ev in events:  # verdicts first: logging costs more than the rest of the callback
+            status, completed_t = self.tracker.step_state(ev.path)
+            self.step_pub.publish(step_verdict_cdr(
+                ev.t, ev.path, ev.action_id, status,
+                ev.kind if ev.kind in REPORTED_KINDS else "", completed_t, ev.detail))
+        log = self.get_logger()
         for ev in events:
-            status = statuses[ev.path]
-            self.step_pub.publish(step_verdict(ev, status, completed.get(ev.path)))
-            log = self.get_logger()
             line = f"t={ev.t:.2f} step {ev.path} {ev.action_id}: {ev.kind}"
-            if ev.kind in ("out_of_order", "regression"):
+            if ev.kind in REPORTED_KINDS:
                 log.warn(f"{line} ({ev.detail})")
             else:
                 log.info(line)
@@ -176,7 +178,7 @@ class OracleNode(Node):
         if report.verdict == "fail":
             for s in report.steps:
                 if s.status == "incomplete":
-                    self.step_pub.publish(plain_step_verdict(
+                    self.step_pub.publish(step_verdict_cdr(
                         report.t_end, s.path, s.action_id, "incomplete",
                         detail="failed here" if s.path == report.failed_step else ""))
         self.task_pub.publish(task_verdict(report, self.instruction))

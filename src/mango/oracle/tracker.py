@@ -167,6 +167,7 @@ class StepTracker:
         self.library = library or FunctionLibrary.default()
         self.hold = hold
         self.entries = plan_entries(self.oracle)
+        self._index = {e.path: e.index for e in self.entries}
         self._conds = compile_conditions(self.oracle, self.library, self.entries)
         self._extents: dict[tuple, tuple[float, float, float]] = {}
         n = len(self.entries)
@@ -203,17 +204,16 @@ class StepTracker:
     @property
     def statuses(self) -> dict[str, StepStatus]:
         """Current status per step path."""
-        out: dict[str, StepStatus] = {}
-        for e in self.entries:
-            i = e.index
-            out[e.path] = (
-                "completed"
-                if self._completed[i]
-                else "enabled"
-                if not self._waiting[i]
-                else "pending"
-            )
-        return out
+        return {e.path: self._status(e.index) for e in self.entries}
+
+    def step_state(self, path: str) -> tuple[StepStatus, float | None]:
+        """One step's current status and completion time (what a verdict message carries)."""
+        i = self._index[path]
+        return self._status(i), self._completed_t[i]
+
+    def _status(self, i: int) -> StepStatus:
+        return "completed" if self._completed[i] else "enabled" if not self._waiting[i] else (
+            "pending")
 
     # ------------------------------------------------------------------------------ updates
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 from typing import Any
 
 from std_msgs.msg import Header
 
-from mango.oracle.tracker import Report, TrackerEvent
+from mango.oracle.tracker import Report
 from mango.ros.world_state_msg import WORLD_FRAME, stamp_from_seconds
 from mango_ros.msg import OracleEvent, StepVerdict, TaskVerdict
 
@@ -20,17 +21,34 @@ def _header(t: float | None, frame_id: str = WORLD_FRAME) -> Header:
     return h
 
 
-def step_verdict(event: TrackerEvent, status: str, completed_t: float | None) -> StepVerdict:
-    """The message for one tracker event; `status` is the step's status after it."""
-    return StepVerdict(
-        header=_header(event.t),
-        path=event.path,
-        action_id=event.action_id,
-        status=status,
-        event=event.kind if event.kind in ("out_of_order", "regression") else "",
-        completed_t=math.nan if completed_t is None else completed_t,
-        detail=event.detail,
-    )
+_STAMP = struct.Struct("<iI")
+_U32 = struct.Struct("<I")
+_F64 = struct.Struct("<d")
+
+
+def step_verdict_cdr(t: float | None, path: str, action_id: str, status: str,
+                     event: str = "", completed_t: float | None = None,
+                     detail: str = "") -> bytes:
+    """A `StepVerdict` serialized (little-endian CDR, field order of msg/StepVerdict.msg),
+    ready for `publish`: the oracle node publishes on the hot path, and building the Python
+    message and converting it costs ten times more. A test checks it against rclpy."""
+    sec, nsec = stamp_from_seconds(t) if t is not None else (0, 0)
+    out = bytearray(b"\x00\x01\x00\x00")  # encapsulation: CDR, little-endian
+    out += _STAMP.pack(sec, nsec)
+    for text in (WORLD_FRAME, path, action_id, status, event):
+        _put_string(out, text)
+    out += bytes(-(len(out) - 4) % 8)
+    out += _F64.pack(math.nan if completed_t is None else completed_t)
+    _put_string(out, detail)
+    return bytes(out)
+
+
+def _put_string(out: bytearray, text: str) -> None:
+    out += bytes(-(len(out) - 4) % 4)  # alignment counts from after the encapsulation
+    raw = text.encode()
+    out += _U32.pack(len(raw) + 1)
+    out += raw
+    out += b"\x00"
 
 
 def plain_step_verdict(t: float | None, path: str, action_id: str, status: str,
