@@ -51,10 +51,11 @@ def _write(bag: Path, states: list[tuple[float, bytes]], extra_topic: bool = Tru
                 w.write("/chatter", b"\x00\x01\x00\x00\x03\x00\x00\x00hi\x00", k)
 
 
-def _write_chunked(path: Path, states: list[tuple[float, bytes]]) -> None:
+def _write_chunked(path: Path, states: list[tuple[float, bytes]],
+                   compression: CompressionType = CompressionType.NONE) -> None:
     """An MCAP as `ros2 bag record` writes it: chunked, channels defined inside chunks."""
     with path.open("wb") as fh:
-        w = Writer(fh, chunk_size=4096, compression=CompressionType.NONE)
+        w = Writer(fh, chunk_size=4096, compression=compression)
         w.start(profile="ros2", library="test")
         schema = w.register_schema(TYPE, "ros2msg", b"")
         channel = w.register_channel("/world_state", "cdr", schema)
@@ -79,12 +80,13 @@ def _record_starts(path: Path) -> list[int]:
     return out
 
 
-@pytest.mark.parametrize("chunked", [False, True])
-def test_adjacent_spans_read_every_message_once_in_order(tmp_path: Path, chunked: bool) -> None:
+@pytest.mark.parametrize("chunked", [None, CompressionType.NONE, CompressionType.ZSTD])
+def test_adjacent_spans_read_every_message_once_in_order(
+        tmp_path: Path, chunked: CompressionType | None) -> None:
     states = _episode(120, 30, 80)
-    if chunked:
+    if chunked is not None:
         bag = tmp_path / "chunked.mcap"
-        _write_chunked(bag, states)
+        _write_chunked(bag, states, chunked)
     else:
         bag = tmp_path / "bag"
         _write(bag, states)
@@ -174,3 +176,16 @@ def test_chosen_episode_is_judged_the_same_whatever_jobs(tmp_path: Path) -> None
     first = _judge(bag, 2, episode=1)
     assert first["verdict"] == "pass" and _judge(bag, 1, episode=1) == first
     assert _judge(bag, 2)["failed_step"] == "2"
+
+
+def test_a_dead_worker_falls_back_to_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    import os
+
+    from mango.ros import bag_judge
+
+    bag = tmp_path / "bag"
+    _write(bag, _episode(60, 10, 40))
+    monkeypatch.setattr(bag_judge, "_worker", lambda *_args: os._exit(3))
+    assert _judge(bag, 2) == _judge(bag, 1)
+    assert "judging in one process" in caplog.text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import mmap
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,14 +99,21 @@ class BagReader:
         """Scan the file's records directly (a dozen times faster than the generic reader for
         the unchunked files our recorder writes); chunks, as `ros2 bag record` writes them, go
         through the `mcap` library."""
+        with file.open("rb") as fh:
+            head = fh.read(len(MAGIC))
+            if len(head) < len(MAGIC) and MAGIC.startswith(head):
+                self._truncated(file, "killed before anything reached the disk")
+                return
+            if head != MAGIC:
+                raise InputError("not an MCAP file (bad magic)", file=str(file))
+            # Mapped, not read: processes replaying spans of one bag share the page cache.
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+                yield from self._records(file, buf, topics, span)
+
+    def _records(self, file: Path, buf: mmap.mmap, topics: set[str] | None,
+                 span: tuple[int, int] | None) -> Iterator[BagMessage]:
         schemas: dict[int, str] = {}
         channels: dict[int, tuple[str, str]] = {}
-        buf = file.read_bytes()
-        if len(buf) < len(MAGIC) and MAGIC.startswith(buf):
-            self._truncated(file, "killed before anything reached the disk")
-            return
-        if buf[:8] != MAGIC:
-            raise InputError("not an MCAP file (bad magic)", file=str(file))
         pos, end = 8, len(buf)
         first, stop = span if span is not None else (0, end)
         u16, u32, head = _U16.unpack_from, _U32.unpack_from, _HEAD.unpack_from

@@ -32,6 +32,10 @@ PARALLEL_MIN_BYTES = 8 << 20  # below this, forking costs more than it saves
 _LAZY_SHARE = 1.25
 
 
+class WorkerFailed(RuntimeError):
+    """A worker died or raised something other than a bag or evaluation error."""
+
+
 @dataclass
 class SpanResult:
     """One span's states: their times and every action's condition value, row by row."""
@@ -129,7 +133,7 @@ def judge_parallel(bag: str | Path, topic: str, tracker: StepTracker, jobs: int)
             except EOFError:
                 kind, payload = "crash", f"worker exited with code {proc.exitcode}"
             if kind != "ok":
-                raise RuntimeError(f"replay worker failed:\n{payload}")
+                raise WorkerFailed(payload)
             results.append(payload)
     finally:
         for proc, conn in workers:

@@ -8,6 +8,7 @@ all its states in memory.
 
 from __future__ import annotations
 
+import logging
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,8 @@ from mango.errors import InputError
 from mango.oracle.tracker import Report, StepTracker
 from mango.oracle.world_state import WorldState
 from mango.ros.world_state_cdr import WorldStateDecoder
+
+log = logging.getLogger(__name__)
 
 WORLD_STATE_TYPE = "mango_ros/msg/WorldState"
 _STAMP = struct.Struct("<iI")  # header.stamp right after the 4-byte CDR encapsulation
@@ -125,7 +128,11 @@ def judge_bag(bag: str | Path, tracker: StepTracker, topic: str = "/world_state"
 
         jobs = bag_judge.auto_jobs(bag, jobs)
         if jobs > 1:
-            return bag_judge.judge_parallel(bag, topic, tracker, jobs)
+            try:
+                return bag_judge.judge_parallel(bag, topic, tracker, jobs)
+            except bag_judge.WorkerFailed as exc:  # e.g. killed for memory: do it in one
+                log.warning("parallel replay failed (%s); judging in one process", exc)
+                tracker.reset()
     if episode is not None:
         for state in iter_episode(bag, topic, episode):
             tracker.update(state)
