@@ -1,12 +1,13 @@
 """Judging a long bag on several cores.
 
-The costly part of a replay, decoding each state and evaluating every action's condition in
-it, does not depend on the tracker's progress; so worker processes do it for adjacent byte
-spans of the bag, and the tracker's bookkeeping (cheap, sequential) then runs over their
-results in recording order, through `StepTracker.update_values`, with exactly the semantics
-of feeding it the states one by one. Workers are forked, inheriting the compiled oracle, so
-this suits a process with no middleware threads running (the `mango replay` command, not a
-node).
+The costly part of a replay, decoding each state and evaluating the actions' conditions in
+it, does not depend on the tracker's progress. So the bag is cut into adjacent byte spans:
+this process tracks the first span state by state, while forked workers decode the later
+spans and evaluate every action's condition in each of their states; the tracker then runs
+on through the workers' results in recording order (`StepTracker.update_values`), with
+exactly the semantics of feeding it the states one by one. Workers are forked, inheriting
+the compiled oracle, so this suits a process with no middleware threads running (the
+`mango replay` command, not a node).
 """
 
 from __future__ import annotations
