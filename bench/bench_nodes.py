@@ -3,7 +3,8 @@
 1. Latency: a publisher sends 50-object `WorldState`s at 100 Hz to a running `oracle_node`
    process; every other state raises a condition of a not-yet-enabled step, so the node
    publishes an out-of-order `StepVerdict` for it. Latency = verdict received - state sent
-   (same clock, loopback DDS with the project's profile).
+   (same clock, loopback DDS with the project's profile). Interleaved with it, the same
+   stream goes to `echo_node.py`, which answers without judging: the DDS round trip alone.
 2. Replay: a 10-minute, 100 Hz bag of real sim world states (an expert run with a drop fault,
    looped and re-stamped, so the task never passes and every state is evaluated) is replayed
    through the engine as `mango replay` does (one process per core for a bag this size);
@@ -55,9 +56,10 @@ def _latency_oracle() -> dict:
         ]}]}
 
 
-def bench_latency(node: str = "oracle", seconds: float = 10.0,
-                  rate: float = 100.0) -> dict[str, float]:
-    """Publish → verdict received, against `oracle_node` or the do-nothing echo baseline."""
+def bench_latency(seconds: float = 15.0, rate: float = 100.0) -> dict[str, dict[str, float]]:
+    """Publish → verdict received, for `oracle_node` and, at the same time, for the
+    do-nothing echo baseline: each gets `rate` states per second, the baseline's sent half
+    a period after the oracle's, so both see the same machine (this VM's speed drifts)."""
     import rclpy
     from rclpy.serialization import serialize_message
 
@@ -68,33 +70,37 @@ def bench_latency(node: str = "oracle", seconds: float = 10.0,
     tmp = Path(tempfile.mkdtemp())
     oracle = tmp / "oracle.json"
     oracle.write_text(json.dumps(_latency_oracle()))
-    target = (["-m", "mango.nodes.oracle_node"] if node == "oracle"
-              else [str(REPO / "bench" / "echo_node.py")])
-    node_proc = subprocess.Popen(
-        [sys.executable, *target, "--ros-args", "-r", "__ns:=/bench",
-         "-p", f"oracle_file:={oracle}", "-p", "world_state_topic:=/bench/world_state",
-         "-p", "marker_rate:=5.0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    targets = {"oracle": ["-m", "mango.nodes.oracle_node"],
+               "echo": [str(REPO / "bench" / "echo_node.py")]}
+    procs = [subprocess.Popen(
+        [sys.executable, *cmd, "--ros-args", "-r", f"__ns:=/bench_{name}",
+         "-p", f"oracle_file:={oracle}", "-p", f"world_state_topic:=/bench_{name}/world_state",
+         "-p", "marker_rate:=5.0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for name, cmd in targets.items()]
     rclpy.init()
     # The receiving end is kept lean (no parameter services, raw bytes, a thread waiting on
-    # this one subscription) so that the figure is the node's and the transport's, not the
+    # the subscriptions) so that the figure is the node's and the transport's, not the
     # probe's: an executor adds 0.1-0.2 ms of its own per message.
     probe = rclpy.create_node("bench_latency", start_parameter_services=False)
-    pub = probe.create_publisher(WorldState, "/bench/world_state", 100)
-    sent: dict[float, float] = {}
-    lat: list[float] = []
+    pubs = {name: probe.create_publisher(WorldState, f"/bench_{name}/world_state", 100)
+            for name in targets}
+    sent: dict[str, dict[float, float]] = {name: {} for name in targets}
+    lat: dict[str, list[float]] = {name: [] for name in targets}
 
-    def on_verdict(data: bytes) -> None:
+    def on_verdict(name: str, data: bytes) -> None:
         sec, nsec = struct.unpack_from("<iI", data, 4)
-        t0 = sent.get(round(sec + nsec * 1e-9, 9))
+        t0 = sent[name].get(round(sec + nsec * 1e-9, 9))
         if t0 is not None and _verdict_event(data) == b"out_of_order":
-            lat.append(time.perf_counter() - t0)
+            lat[name].append(time.perf_counter() - t0)
 
-    sub = probe.create_subscription(StepVerdict, "/bench/oracle/step_verdicts", on_verdict,
-                                    latched_qos(1000), raw=True)
+    subs = [probe.create_subscription(
+        StepVerdict, f"/bench_{name}/oracle/step_verdicts",
+        lambda data, name=name: on_verdict(name, data), latched_qos(1000), raw=True)
+        for name in targets]
     stop = threading.Event()
-    spinner = threading.Thread(target=_receive, args=(probe, sub, stop), daemon=True)
+    spinner = threading.Thread(target=_receive, args=(probe, subs, stop), daemon=True)
     spinner.start()
-    while pub.get_subscription_count() < 1:
+    while any(pub.get_subscription_count() < 1 for pub in pubs.values()):
         time.sleep(0.05)
     time.sleep(1.0)
     # Pre-serialized, so the figure is what the node adds (plus DDS both ways), not the cost
@@ -103,31 +109,38 @@ def bench_latency(node: str = "oracle", seconds: float = 10.0,
                 for inside in (0, 1)]
     n = int(seconds * rate)
     start = time.perf_counter()
-    for i in range(n):
-        t = round(1.0 + i / rate, 9)
-        data = _patch_stamp(payloads[i % 2], t)
-        sent[t] = time.perf_counter()
-        pub.publish(data)
-        time.sleep(max(0.0, start + (i + 1) / rate - time.perf_counter()))
+    for i in range(2 * n):
+        name = "oracle" if i % 2 == 0 else "echo"
+        k = i // 2
+        t = round(1.0 + k / rate, 9)
+        data = _patch_stamp(payloads[k % 2], t)
+        sent[name][t] = time.perf_counter()
+        pubs[name].publish(data)
+        time.sleep(max(0.0, start + (i + 1) / (2 * rate) - time.perf_counter()))
     time.sleep(1.0)
-    node_proc.terminate()
-    node_proc.wait()
+    for proc in procs:
+        proc.terminate()
+        proc.wait()
     stop.set()
     spinner.join(timeout=5)
     rclpy.shutdown()
-    lat.sort()
-    return {"verdicts": len(lat), "expected": n // 2,
-            "p50_ms": 1e3 * statistics.median(lat), "p90_ms": 1e3 * lat[int(0.9 * len(lat))],
-            "p99_ms": 1e3 * lat[int(0.99 * len(lat))]}
+    out = {}
+    for name, values in lat.items():
+        values.sort()
+        out[name] = {"verdicts": len(values), "expected": n // 2,
+                     "p50_ms": 1e3 * statistics.median(values),
+                     "p90_ms": 1e3 * values[int(0.9 * len(values))],
+                     "p99_ms": 1e3 * values[int(0.99 * len(values))]}
+    return out
 
 
-def _receive(node: Any, sub: Any, stop: threading.Event) -> None:
-    """Take `sub`'s messages as they arrive, straight from a wait set of its own (rclpy's
-    internal API; an executor spinning `node` where that is missing)."""
+def _receive(node: Any, subs: list[Any], stop: threading.Event) -> None:
+    """Take the subscriptions' messages as they arrive, straight from a wait set of their own
+    (rclpy's internal API; an executor spinning `node` where that is missing)."""
     try:
         from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
-        wait_set = _rclpy.WaitSet(1, 0, 0, 0, 0, 0, node.context.handle)
+        wait_set = _rclpy.WaitSet(len(subs), 0, 0, 0, 0, 0, node.context.handle)
     except (ImportError, AttributeError, TypeError):
         from rclpy.executors import SingleThreadedExecutor
 
@@ -138,10 +151,12 @@ def _receive(node: Any, sub: Any, stop: threading.Event) -> None:
         return
     while not stop.is_set():
         wait_set.clear_entities()
-        wait_set.add_subscription(sub.handle)
+        for sub in subs:
+            wait_set.add_subscription(sub.handle)
         wait_set.wait(50_000_000)  # ns: wakes to notice `stop`
-        while (taken := sub.handle.take_message(sub.msg_type, True)) is not None:
-            sub.callback(taken[0])
+        for sub in subs:
+            while (taken := sub.handle.take_message(sub.msg_type, True)) is not None:
+                sub.callback(taken[0])
 
 
 def _verdict_event(data: bytes) -> bytes:
@@ -211,8 +226,8 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    lat = bench_latency("oracle")
-    base = bench_latency("echo")
+    both = bench_latency()
+    lat, base = both["oracle"], both["echo"]
     rep = bench_replay()
     table = Table(title="oracle node and replay")
     table.add_column("figure")
