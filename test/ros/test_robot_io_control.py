@@ -170,7 +170,10 @@ def test_cancel_mid_chunk_halts_within_one_control_period(rig: Rig) -> None:
     assert late, "no hold command after the cancel"
     assert max(late) - t_cancel <= 1.0 / CONTROL_RATE + HALT_MARGIN
     q_rest = rig.measured()
-    assert abs(q_rest[0] - q_cancel[0]) < 0.1  # held near where it was, not at the goal
+    # Held near where it was, not carried on to the goal: it moved a small part of what was
+    # left (the measurement at cancel time can be a few joint-state periods old under load).
+    left = abs(q0[0] + delta[0] - q_cancel[0])
+    assert abs(q_rest[0] - q_cancel[0]) < 0.25 * left
     assert abs(q_rest[0] - (q0[0] + 1.2)) > 0.5
 
 

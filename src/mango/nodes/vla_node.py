@@ -124,7 +124,7 @@ class VlaNode(Node):
         assert js is not None
         names = list(js.name)
         pos = np.asarray(js.position, float)
-        q = pos[[names.index(n) for n in self.robot.joint_names]]
+        q = self._arm_q(js)
         fingers = [names.index(f) for f in FINGERS if f in names]
         width = float(pos[fingers].sum()) if len(fingers) == 2 else self.robot.gripper_max_width
         world = decode_world_state(self._world) if self.needs_world and self._world else None
@@ -133,6 +133,10 @@ class VlaNode(Node):
         return Observation(images=images, joint_positions=q, gripper_width=width,
                            instruction=instruction, world_state=world,
                            t=world.t if world is not None else time.time())
+
+    def _arm_q(self, js: JointState) -> np.ndarray:
+        names = list(js.name)
+        return np.asarray(js.position, float)[[names.index(n) for n in self.robot.joint_names]]
 
     # ------------------------------------------------------------------ RunPolicy
 
@@ -201,7 +205,10 @@ class VlaNode(Node):
             chunks += 1
             n = min(goal.steps_per_chunk or len(step.chunk), len(step.chunk), max_steps - steps)
             sent = self.chunk_client.send_goal_async(
-                self._chunk_goal(step.chunk[:n], obs.joint_positions))
+                # Timed from where the arm is now, not where it was when observed: the
+                # controller checks the first point's speed from its measured position, and a
+                # slow policy (or machine) leaves the arm time to drift in between.
+                self._chunk_goal(step.chunk[:n], self._arm_q(self._joints)))
             if not self._wait(sent, gh, timeout=self.obs_timeout):
                 return finish(result.STATUS_FAILED, "execute_chunk did not answer")
             chunk_gh = sent.result()

@@ -212,8 +212,9 @@ class StepTracker:
         return self._status(i), self._completed_t[i]
 
     def _status(self, i: int) -> StepStatus:
-        return "completed" if self._completed[i] else "enabled" if not self._waiting[i] else (
-            "pending")
+        if self._completed[i]:
+            return "completed"
+        return "pending" if self._waiting[i] else "enabled"
 
     # ------------------------------------------------------------------------------ updates
 

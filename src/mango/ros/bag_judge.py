@@ -24,7 +24,12 @@ from mango.bags import BagReader
 from mango.errors import InputError
 from mango.oracle.predicates import EvaluationError
 from mango.oracle.tracker import Report, StepTracker
-from mango.ros.bag_states import WORLD_STATE_TYPE, no_messages
+from mango.ros.bag_states import (
+    WORLD_STATE_TYPE,
+    iter_bag_world_states,
+    no_messages,
+    track_states,
+)
 from mango.ros.world_state_cdr import WorldStateDecoder
 
 PARALLEL_MIN_BYTES = 8 << 20  # below this, forking costs more than it saves
@@ -126,7 +131,7 @@ def judge_parallel(bag: str | Path, topic: str, tracker: StepTracker, jobs: int)
             proc.start()
             child.close()
             workers.append((proc, parent))
-        count, last = _track_span(bag, topic, tracker, spans[0])
+        count, last = track_states(tracker, iter_bag_world_states(bag, topic, spans[0]))
         results = []
         for proc, conn in workers:
             try:
@@ -170,24 +175,3 @@ def judge_parallel(bag: str | Path, topic: str, tracker: StepTracker, jobs: int)
     if count == 0:
         raise no_messages(bag, topic)
     return tracker.finish()
-
-
-def _track_span(bag: str | Path, topic: str, tracker: StepTracker,
-                span: tuple[int, int]) -> tuple[int, float | None]:
-    """Feed the span's states to the tracker; the message count and the last time."""
-    decoder = WorldStateDecoder()
-    last = None
-    i = -1
-    for i, m in enumerate(BagReader(bag).messages({topic}, span)):
-        if m.msgtype != WORLD_STATE_TYPE:
-            raise InputError(f"topic {topic} carries {m.msgtype}, not {WORLD_STATE_TYPE}",
-                             file=str(bag))
-        try:
-            state = decoder.decode(m.data)
-        except InputError as exc:
-            raise InputError(f"{topic} message {i + 1}: {exc.message}", file=str(bag)) from None
-        if last is not None and state.t < last:
-            tracker.reset()
-        tracker.update(state)
-        last = state.t
-    return i + 1, last

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from mango.bags import BagReader
@@ -25,16 +25,19 @@ WORLD_STATE_TYPE = "mango_ros/msg/WorldState"
 _STAMP = struct.Struct("<iI")  # header.stamp right after the 4-byte CDR encapsulation
 
 
-def _payloads(bag: str | Path, topic: str) -> Iterator[bytes]:
+def _payloads(bag: str | Path, topic: str,
+              span: tuple[int, int] | None = None) -> Iterator[bytes]:
+    """The topic's payloads (in a byte span of the bag: see `BagReader.messages`); a whole
+    bag with none is an error."""
     reader = BagReader(bag)
     seen = False
-    for m in reader.messages({topic}):
+    for m in reader.messages({topic}, span):
         if m.msgtype != WORLD_STATE_TYPE:
             raise InputError(f"topic {topic} carries {m.msgtype}, not {WORLD_STATE_TYPE}",
                              file=str(bag))
         seen = True
         yield m.data
-    if not seen:
+    if not seen and span is None:
         raise no_messages(bag, topic)
 
 
@@ -53,9 +56,24 @@ def _decoded(payloads: Iterator[bytes], bag: str | Path, topic: str) -> Iterator
             raise InputError(f"{topic} message {i + 1}: {exc.message}", file=str(bag)) from None
 
 
-def iter_bag_world_states(bag: str | Path, topic: str = "/world_state") -> Iterator[WorldState]:
-    """Every world state recorded on `topic`, in recording order (episodes concatenated)."""
-    return _decoded(_payloads(bag, topic), bag, topic)
+def iter_bag_world_states(bag: str | Path, topic: str = "/world_state",
+                          span: tuple[int, int] | None = None) -> Iterator[WorldState]:
+    """Every world state recorded on `topic` (in `span`), in recording order (episodes
+    concatenated)."""
+    return _decoded(_payloads(bag, topic, span), bag, topic)
+
+
+def track_states(tracker: StepTracker, states: Iterable[WorldState],
+                 last: float | None = None) -> tuple[int, float | None]:
+    """Feed states to the tracker, restarting it where world time goes back (a new episode,
+    as in the oracle node); the number fed and the last time."""
+    n = 0
+    for n, state in enumerate(states, start=1):  # noqa: B007
+        if last is not None and state.t < last:
+            tracker.reset()
+        tracker.update(state)
+        last = state.t
+    return n, last
 
 
 def episode_starts(bag: str | Path, topic: str = "/world_state") -> tuple[list[int], int]:
@@ -74,23 +92,15 @@ def episode_starts(bag: str | Path, topic: str = "/world_state") -> tuple[list[i
     return starts, n
 
 
-def episode_range(starts: list[int], n: int, episode: int | None,
-                   bag: str | Path) -> tuple[int, int]:
-    """[first, end) message indices of an episode (1-based; negative from the end; None the
-    last), given the indices where episodes start."""
+def iter_episode(bag: str | Path, topic: str = "/world_state",
+                 episode: int | None = None) -> Iterator[WorldState]:
+    """The states of one episode (1-based; negative counts from the end; default the last)."""
+    starts, n = episode_starts(bag, topic)
     index = -1 if episode is None else episode - 1 if episode > 0 else episode
     if episode == 0 or not -len(starts) <= index < len(starts):
         raise InputError(f"no episode {episode}: the bag has {len(starts)}", file=str(bag))
     first = starts[index]
     end = starts[index + 1] if index != -1 and index + 1 < len(starts) else n
-    return first, end
-
-
-def iter_episode(bag: str | Path, topic: str = "/world_state",
-                 episode: int | None = None) -> Iterator[WorldState]:
-    """The states of one episode (1-based; negative counts from the end; default the last)."""
-    starts, n = episode_starts(bag, topic)
-    first, end = episode_range(starts, n, episode, bag)
 
     def chosen() -> Iterator[bytes]:
         for i, data in enumerate(_payloads(bag, topic)):
@@ -137,10 +147,5 @@ def judge_bag(bag: str | Path, tracker: StepTracker, topic: str = "/world_state"
         for state in iter_episode(bag, topic, episode):
             tracker.update(state)
         return tracker.finish()
-    last = None
-    for state in iter_bag_world_states(bag, topic):
-        if last is not None and state.t < last:
-            tracker.reset()
-        tracker.update(state)
-        last = state.t
+    track_states(tracker, iter_bag_world_states(bag, topic))
     return tracker.finish()
