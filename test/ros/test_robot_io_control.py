@@ -300,8 +300,11 @@ def test_cancelled_motion_stops_at_the_next_command_boundary(rig: Rig) -> None:
     z0 = res.measured_poses[-1].position.z
     goal = ExecuteMotion.Goal(commands=[_cmd(MotionCommand.MOVE, dz=-1.0, distance_mm=40.0)
                                         for _ in range(3)])
+    n = len(rig.commands)
     gh = send(rig.motion, goal)
-    time.sleep(0.2)  # inside the first 40 mm move
+    # Inside the first 40 mm move (0.4 s): cancel once its first commands went out, not after a
+    # fixed sleep, which a loaded machine can spend still planning the batch.
+    wait_for(lambda: len(rig.commands) > n + 2, timeout=10, what="the first move under way")
     gh.cancel_goal_async()
     res = result_of(gh)
     assert res.status == ExecuteMotion.Result.STATUS_CANCELLED, res.message
