@@ -135,17 +135,22 @@ def test_parallel_judge_equals_sequential(tmp_path: Path, jobs: int) -> None:
         assert _judge(bag, jobs) == _judge(bag, 1), case
 
 
+def _same_error(bag: Path, kind: type[Exception]) -> str:
+    """The error judging `bag` raises, the same text in one process and in two."""
+    with pytest.raises(kind) as seq:
+        _judge(bag, 1)
+    with pytest.raises(kind) as par:
+        _judge(bag, 2)
+    assert str(par.value) == str(seq.value)
+    return str(par.value)
+
+
 def test_parallel_judge_reports_a_bad_message_like_sequential(tmp_path: Path) -> None:
     states = _episode(80, 20, 60)
     states[65] = (states[65][0], states[65][1][:30])  # cut short
     bag = tmp_path / "bad"
     _write(bag, states)
-    with pytest.raises(InputError) as seq:
-        _judge(bag, 1)
-    with pytest.raises(InputError) as par:
-        _judge(bag, 2)
-    assert str(par.value) == str(seq.value)
-    assert "/world_state message 66" in str(par.value)
+    assert "/world_state message 66" in _same_error(bag, InputError)
 
 
 def test_parallel_judge_reports_an_evaluation_error_like_sequential(tmp_path: Path) -> None:
@@ -153,12 +158,8 @@ def test_parallel_judge_reports_an_evaluation_error_like_sequential(tmp_path: Pa
     states[70] = (7.0, serialize_message(record_to_msg({"t": 7.0})))  # the soup vanished
     bag = tmp_path / "gone"
     _write(bag, states)
-    with pytest.raises(EvaluationError) as seq:
-        _judge(bag, 1)
-    with pytest.raises(EvaluationError) as par:
-        _judge(bag, 2)
-    assert str(par.value) == str(seq.value)
-    assert "t=7.0" in str(par.value) and "soup" in str(par.value)
+    text = _same_error(bag, EvaluationError)
+    assert "t=7.0" in text and "soup" in text
 
 
 def test_parallel_judge_of_an_empty_topic_is_a_clear_error(tmp_path: Path) -> None:

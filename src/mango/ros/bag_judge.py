@@ -25,10 +25,10 @@ from mango.errors import InputError
 from mango.oracle.predicates import EvaluationError
 from mango.oracle.tracker import Report, StepTracker
 from mango.ros.bag_states import (
-    WORLD_STATE_TYPE,
     iter_bag_world_states,
     no_messages,
     track_states,
+    world_state_payloads,
 )
 from mango.ros.world_state_cdr import WorldStateDecoder
 
@@ -75,13 +75,9 @@ def evaluate_span(bag: str | Path, topic: str, tracker: StepTracker,
     evaluate = tracker.condition_values
     i = 0
     try:
-        for i, m in enumerate(BagReader(bag).messages({topic}, span)):
-            if m.msgtype != WORLD_STATE_TYPE:
-                out.failure = (i, f"topic {topic} carries {m.msgtype}, not {WORLD_STATE_TYPE}",
-                               False)
-                return out
+        for i, data in enumerate(world_state_payloads(bag, topic, span)):
             try:
-                state = decoder.decode(m.data)
+                state = decoder.decode(data)
             except InputError as exc:
                 out.failure = (i, exc.message, True)
                 return out
@@ -92,7 +88,7 @@ def evaluate_span(bag: str | Path, topic: str, tracker: StepTracker,
                     errors[base + k] = why
             ts.append(state.t)
             values.extend(row)
-    except InputError as exc:  # the bag itself (not a message) is unreadable
+    except InputError as exc:  # the topic's type, or the bag itself
         out.failure = (i, exc.message, False)
     assert len(values) == len(ts) * n_actions
     return out

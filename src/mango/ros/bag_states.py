@@ -25,7 +25,7 @@ WORLD_STATE_TYPE = "mango_ros/msg/WorldState"
 _STAMP = struct.Struct("<iI")  # header.stamp right after the 4-byte CDR encapsulation
 
 
-def _payloads(bag: str | Path, topic: str,
+def world_state_payloads(bag: str | Path, topic: str,
               span: tuple[int, int] | None = None) -> Iterator[bytes]:
     """The topic's payloads (in a byte span of the bag: see `BagReader.messages`); a whole
     bag with none is an error."""
@@ -60,7 +60,7 @@ def iter_bag_world_states(bag: str | Path, topic: str = "/world_state",
                           span: tuple[int, int] | None = None) -> Iterator[WorldState]:
     """Every world state recorded on `topic` (in `span`), in recording order (episodes
     concatenated)."""
-    return _decoded(_payloads(bag, topic, span), bag, topic)
+    return _decoded(world_state_payloads(bag, topic, span), bag, topic)
 
 
 def track_states(tracker: StepTracker, states: Iterable[WorldState],
@@ -81,7 +81,7 @@ def episode_starts(bag: str | Path, topic: str = "/world_state") -> tuple[list[i
     starts: list[int] = []
     last = None
     n = 0
-    for n, data in enumerate(_payloads(bag, topic), start=1):
+    for n, data in enumerate(world_state_payloads(bag, topic), start=1):
         if len(data) < 12:
             raise InputError(f"{topic} message {n} is too short for a WorldState", file=str(bag))
         sec, nsec = _STAMP.unpack_from(data, 4)
@@ -103,7 +103,7 @@ def iter_episode(bag: str | Path, topic: str = "/world_state",
     end = starts[index + 1] if index != -1 and index + 1 < len(starts) else n
 
     def chosen() -> Iterator[bytes]:
-        for i, data in enumerate(_payloads(bag, topic)):
+        for i, data in enumerate(world_state_payloads(bag, topic)):
             if i >= end:
                 return
             if i >= first:
