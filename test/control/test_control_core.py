@@ -123,6 +123,32 @@ def test_velocity_is_checked_from_the_measured_position() -> None:
         validate_trajectory(SIM.joint_names, _times(1), [SIM.home], None, SIM, far)
 
 
+def test_a_first_point_slightly_too_soon_starts_the_chunk_late() -> None:
+    # The arm is 0.17 rad from where the sender timed the first point on joint 1:
+    # 0.17 rad in 1/15 s is 2.55 rad/s, over joint 1's 2.175 rad/s.
+    pts = _pts(4, step=0.05)
+    here = np.asarray(pts[0]) - np.array([0.17, 0, 0, 0, 0, 0, 0])
+    times = _times(4)
+    traj = validate_trajectory(SIM.joint_names, times, pts, None, SIM, here,
+                               max_start_delay=0.05)
+    delay = 0.17 / SIM.vmax[0] - times[0]
+    assert 0 < delay < 0.05
+    assert np.allclose(traj.times, np.asarray(times) + delay)  # every point moves by as much
+    assert np.allclose(traj.positions, pts)
+    # The same goal with less allowed delay, or none, is refused, saying by how much it is off.
+    with pytest.raises(GoalRejected, match=r"point 0, fr3_joint1: velocity 2\.550 rad/s from "
+                                           r"measured position .* delay the chunk by 0\.011 s, "
+                                           r"more than the 0\.01 s allowed"):
+        validate_trajectory(SIM.joint_names, times, pts, None, SIM, here, max_start_delay=0.01)
+    with pytest.raises(GoalRejected, match=r"exceeds the limit 2\.175 rad/s$"):
+        validate_trajectory(SIM.joint_names, times, pts, None, SIM, here)
+    # A too-fast segment between two points is the sender's, and no delay makes it slower.
+    fast = [list(q) for q in pts]
+    fast[2][0] += 0.2
+    with pytest.raises(GoalRejected, match=r"point 2, fr3_joint1: velocity .* from point 1"):
+        validate_trajectory(SIM.joint_names, times, fast, None, SIM, here, max_start_delay=1.0)
+
+
 def test_chunk_timing_and_slowdown_for_velocity_limits() -> None:
     chunk = np.column_stack([_pts(4, step=0.05), np.full(4, 0.08)])
     traj = chunk_to_trajectory(chunk, 15.0, SIM.joint_names)

@@ -208,6 +208,20 @@ def test_invalid_goal_rejected_with_reason(rig: Rig, mutate, reason: str) -> Non
     assert len(rig.commands) == n_cmd  # nothing was sent to the arm
 
 
+def test_first_point_a_little_too_soon_starts_late(rig: Rig) -> None:
+    """The arm moved on since the sender timed the chunk: it starts late, not refused."""
+    q0 = rig.measured()
+    # 0.16 rad on joint 1 in 1/15 s is 2.4 rad/s, over its 2.175 rad/s: ~7 ms late.
+    pts = ramp(q0, np.array([0.16, 0, 0, 0, 0, 0, 0]), 1)
+    pts = np.vstack([pts, ramp(pts[0], np.array([0.05, 0, 0, 0, 0, 0, 0]), 4)])
+    res = result_of(send(rig.chunk, chunk_goal(pts)))
+    assert res.status == ExecuteChunk.Result.STATUS_SUCCEEDED, res.message
+    assert res.points_executed == 5
+    assert "ms late to keep the first point within the velocity limits" in res.message
+    wait_for(lambda: np.max(np.abs(rig.measured() - pts[-1])) < SETTLED_TOL, timeout=3.0,
+             what="arm settled on the last point")
+
+
 def test_workspace_box_rejects(rig: Rig) -> None:
     q0 = rig.measured()
     target = q0.copy()

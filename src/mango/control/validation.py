@@ -4,6 +4,11 @@ Checks, in order: joint count and names, finite values, strictly increasing time
 position limits, joint velocity limits (between consecutive points, and from the measured
 position to the first point), gripper width range, and the hand staying inside the
 configured Cartesian workspace box.
+
+The first segment starts from wherever the arm is when the goal arrives, which its sender
+could only estimate (the arm drifts, joint states age in transit): a first point a little too
+close in time for the velocity limits is reached later instead of refused, by up to
+`max_start_delay` seconds; every later point moves by the same delay.
 """
 
 from __future__ import annotations
@@ -36,8 +41,12 @@ def validate_trajectory(
     robot: RobotConfig,
     current_q: np.ndarray | None,
     kinematics: Kinematics | None = None,
+    max_start_delay: float = 0.0,
 ) -> JointTrajectory:
-    """A validated trajectory in the robot's joint order, or `GoalRejected` with the reason."""
+    """A validated trajectory in the robot's joint order, or `GoalRejected` with the reason.
+
+    Its times are the goal's, later by the start delay (see the module docstring).
+    """
     names = list(joint_names)
     if len(names) != len(robot.joint_names) or set(names) != set(robot.joint_names):
         missing = [n for n in robot.joint_names if n not in names]
@@ -89,17 +98,26 @@ def validate_trajectory(
                     f"[{lo[j]:.4f}, {hi[j]:.4f}]")
     if current_q is None:
         raise GoalRejected("no joint state received yet: cannot check the first segment")
-    prev_q = np.concatenate([[current_q], pos[:-1]])
-    prev_t = np.concatenate([[0.0], t[:-1]])
-    vel = np.abs(pos - prev_q) / (t - prev_t)[:, None]
     vmax = robot.vmax * VELOCITY_TOLERANCE
-    for k in range(n):
+    first = np.abs(pos[0] - np.asarray(current_q, float))
+    reach = float(np.max(first / robot.vmax))  # the least time to the first point
+    delay = reach - t[0] if reach > t[0] * VELOCITY_TOLERANCE else 0.0
+    if delay > max_start_delay:
+        j = int(np.argmax(first / robot.vmax))
+        allowed = (f"; slowing down to the limit would delay the chunk by {delay:.3f} s, more "
+                   f"than the {max_start_delay:g} s allowed (max_start_delay)"
+                   if max_start_delay > 0 else "")
+        raise GoalRejected(
+            f"point 0, {robot.joint_names[j]}: velocity {first[j] / t[0]:.3f} rad/s from "
+            f"measured position exceeds the limit {robot.vmax[j]:.3f} rad/s{allowed}")
+    t = t + delay
+    vel = np.abs(np.diff(pos, axis=0)) / np.diff(t)[:, None]
+    for k in range(1, n):
         for j, name in enumerate(robot.joint_names):
-            if vel[k, j] > vmax[j]:
-                seg = "measured position" if k == 0 else f"point {k - 1}"
+            if vel[k - 1, j] > vmax[j]:
                 raise GoalRejected(
-                    f"point {k}, {name}: velocity {vel[k, j]:.3f} rad/s from {seg} exceeds "
-                    f"the limit {robot.vmax[j]:.3f} rad/s")
+                    f"point {k}, {name}: velocity {vel[k - 1, j]:.3f} rad/s from point {k - 1} "
+                    f"exceeds the limit {robot.vmax[j]:.3f} rad/s")
     if grip is not None:
         for k in range(n):
             if not 0.0 <= grip[k] <= robot.gripper_max_width + 1e-9:

@@ -13,7 +13,9 @@ to `/fr3_arm_controller/follow_joint_trajectory` (control_msgs FollowJointTrajec
 gripper width to the franka gripper's `move`/`grasp` actions under `gripper_namespace`
 (`control_msgs`/`franka_msgs` exist only on a system ROS 2 and are imported lazily).
 Parameters: `backend`, `robot` (config/robots name or file), `control_rate`,
-`check_workspace`, `joint_states_topic`, `joint_command_topic`, `arm_action`,
+`check_workspace`, `max_start_delay` (s a chunk may start late so its first point, timed by
+a sender that saw the arm a moment earlier, stays within the velocity limits from where the
+arm is; 0 refuses such a chunk instead), `joint_states_topic`, `joint_command_topic`, `arm_action`,
 `gripper_namespace`, `grasp_force`, `gripper_speed`, `server_timeout`.
 """
 
@@ -356,7 +358,8 @@ class FrankaControlNode(Node):
         super().__init__("franka_control_node")
         for name, default in (
             ("backend", "sim"), ("robot", "sim_fr3"), ("control_rate", 100.0),
-            ("check_workspace", True), ("joint_states_topic", "joint_states"),
+            ("check_workspace", True), ("max_start_delay", 0.1),
+            ("joint_states_topic", "joint_states"),
             ("joint_command_topic", "joint_command"),
             ("arm_action", "/fr3_arm_controller/follow_joint_trajectory"),
             ("gripper_namespace", "/franka_gripper"), ("grasp_force", 20.0),
@@ -375,6 +378,9 @@ class FrankaControlNode(Node):
         self.kinematics = make_kinematics(self.robot)
         self.planner = MotionPlanner(self.robot, self.kinematics)
         self.check_workspace = bool(self.get_parameter("check_workspace").value)
+        self.max_start_delay = float(self.get_parameter("max_start_delay").value)
+        if not self.max_start_delay >= 0:
+            raise InputError("max_start_delay must be >= 0 s", field="max_start_delay")
         self.backend: Backend = BACKENDS[backend](self, self.robot, rate)
 
         self._lock = threading.Lock()
@@ -473,16 +479,21 @@ class FrankaControlNode(Node):
             return self._finish(gh, result, self._stop_status(run, result), run.reason)
         goal = gh.request
         m = self._wait_measured()
+        times = [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
+                 for p in goal.trajectory.points]
         try:
             traj = validate_trajectory(
-                goal.trajectory.joint_names,
-                [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
-                 for p in goal.trajectory.points],
+                goal.trajectory.joint_names, times,
                 [list(p.positions) for p in goal.trajectory.points],
                 list(goal.gripper_widths), self.robot, None if m is None else m.q,
-                self.kinematics if self.check_workspace else None)
+                self.kinematics if self.check_workspace else None, self.max_start_delay)
         except GoalRejected as exc:
             return self._finish(gh, result, result.STATUS_REJECTED, exc.reason)
+        delay = float(traj.times[0]) - times[0]
+        if delay > 0:  # the arm runs ahead of or behind its sender's view of it: worth knowing
+            self.get_logger().info(f"chunk starts {delay * 1e3:.0f} ms late to keep its first "
+                                   "point within the velocity limits",
+                                   throttle_duration_sec=5.0)
 
         def feedback(i: int, err: float) -> None:
             gh.publish_feedback(ExecuteChunk.Feedback(point_index=i, joint_error=err))
@@ -493,8 +504,10 @@ class FrankaControlNode(Node):
             return self._finish(gh, result, self._stop_status(run, result), out.message)
         if not out.ok:
             return self._finish(gh, result, result.STATUS_FAILED, out.message)
+        late = (f", started {delay * 1e3:.0f} ms late to keep the first point within the "
+                "velocity limits") if delay > 0 else ""
         return self._finish(gh, result, result.STATUS_SUCCEEDED,
-                            f"{len(traj)} points in {traj.duration:.2f} s")
+                            f"{len(traj)} points in {traj.duration:.2f} s{late}")
 
     # ------------------------------------------------------------------ ExecuteMotion
 
