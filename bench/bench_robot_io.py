@@ -92,10 +92,10 @@ def wait(pred, timeout: float, what: str):
 
 def bench_control(tmp: Path, trials: int = 8) -> dict[str, float]:
     from builtin_interfaces.msg import Duration
-    from rclpy.action import ActionClient
     from sensor_msgs.msg import JointState
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+    from mango.client.action_client import ActionClient
     from mango.control import load_robot
     from mango_ros.action import ExecuteChunk
 

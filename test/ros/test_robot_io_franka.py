@@ -27,13 +27,14 @@ import numpy as np
 import pytest
 import rclpy
 from builtin_interfaces.msg import Duration
-from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from sensor_msgs.msg import JointState
 from support.ros import Processes, wait_for
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from mango.client.action_client import ActionClient
 from mango.control import load_robot
 from mango_ros.action import ExecuteChunk
 

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import rclpy
-from rclpy.action import ActionClient
 from rclpy.executors import MultiThreadedExecutor
 from sensor_msgs.msg import JointState
 from support.ros import Processes, wait_for
 from websockets.sync.server import ServerConnection, serve
 
+from mango.client.action_client import ActionClient
 from mango.policy import msgpack_numpy
 from mango_ros.action import RunPolicy
 

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from action_msgs.msg import GoalStatus
-from rclpy.action import ActionClient
 from std_srvs.srv import Trigger
 
 from mango.bringup import NodeDied
+from mango.client.action_client import ActionClient
 from mango.client.session import StackSession, VerdictFollower
 from mango.errors import InputError
 from mango.sim.faults import parse_fault

@@ -53,6 +53,7 @@ from mango_ros.srv import Halt
 GRIPPER = "gripper"
 SETTLE_TOL = 0.003  # rad: a motion command counts as done when every joint is this close
 SETTLE_TIMEOUT = 1.0  # s to wait for that before measuring anyway
+STALE_AFTER = 2.0  # s without a joint state: the arm's position is no longer known
 FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
 _KIND_OF_TYPE = {
     MotionCommandMsg.MOVE: "move", MotionCommandMsg.ROTATE: "rotate",
@@ -92,6 +93,7 @@ class Measured:
     q: np.ndarray
     width: float | None
     t: float  # monotonic time of reception
+    stamp: float  # the message's header stamp (s): the simulator's time from sim_node
 
 
 class Backend(Protocol):
@@ -125,7 +127,8 @@ class _JointStateReader:
             self._index[key] = idx
         pos = np.asarray(msg.position, float)
         width = float(np.sum(pos[idx[1]])) if len(idx[1]) == 2 else None
-        self._latest = Measured(pos[idx[0]], width, time.monotonic())
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        self._latest = Measured(pos[idx[0]], width, time.monotonic(), stamp)
 
     def measured(self) -> Measured | None:
         return self._latest
@@ -151,7 +154,15 @@ class _PointTracker:
 
 
 class SimBackend:
-    """Streams interpolated position targets to sim_node's `joint_command` at the control rate."""
+    """Streams interpolated position targets to sim_node's `joint_command` at the control rate.
+
+    Trajectory time never runs ahead of the simulator's, read from the joint states' stamps:
+    a simulator that falls behind real time (a loaded machine) still sees every trajectory at
+    its own speed, instead of targets that run ahead and jerk the arm (and shake a grasped
+    object loose). Nor does it run ahead of the wall clock, so joint states that arrive in a
+    burst after a stall do not make it jump either. Joint states that stop coming for
+    `STALE_AFTER` s of wall time end the goal.
+    """
 
     def __init__(self, node: Node, robot: RobotConfig, rate: float) -> None:
         self.robot, self.period = robot, 1.0 / rate
@@ -184,10 +195,10 @@ class SimBackend:
         start = self.reader.measured()
         assert start is not None
         tracker = _PointTracker(traj, self.reader, on_point)
-        t0 = time.monotonic()
-        tick = t0
+        tick = t0 = time.monotonic()
+        # A target is for the simulator's next step: sample one period ahead of its time.
+        t = self.period
         while True:
-            t = time.monotonic() - t0
             q, w = traj.sample(t, start.q, start.width)
             self._send(q, w)
             tracker.update(t)
@@ -198,6 +209,19 @@ class SimBackend:
                 self.hold()
                 run.halted_at = time.monotonic()
                 return Outcome(False, True, run.reason, tracker.done, tracker.max_error)
+            m = self.reader.measured()
+            assert m is not None
+            if m.stamp < start.stamp:
+                self.hold()
+                return Outcome(False, message="the simulation restarted (joint state time "
+                               "went back) during the motion", points_executed=tracker.done,
+                               max_error=tracker.max_error)
+            if time.monotonic() - m.t > STALE_AFTER:
+                self.hold()
+                return Outcome(False, message=f"no joint state for {STALE_AFTER:g} s: "
+                               "the simulation stopped", points_executed=tracker.done,
+                               max_error=tracker.max_error)
+            t = min(m.stamp - start.stamp, time.monotonic() - t0) + self.period
 
 
 _FJT_CODES = {0: "SUCCESSFUL", -1: "INVALID_GOAL", -2: "INVALID_JOINTS",
@@ -438,11 +462,16 @@ class FrankaControlNode(Node):
         return response
 
     def _wait_measured(self, timeout: float = 10.0) -> Measured | None:
-        """The latest joint state, waiting a little for the first one after start-up."""
+        """The latest joint state, waiting a little for the first one after start-up (or
+        after a pause: a goal is never planned from a position older than STALE_AFTER)."""
         deadline = time.monotonic() + timeout
-        while (m := self.backend.measured()) is None and time.monotonic() < deadline:
+        while True:
+            m = self.backend.measured()
+            if m is not None and time.monotonic() - m.t <= STALE_AFTER:
+                return m
+            if time.monotonic() >= deadline:
+                return None
             time.sleep(0.01)
-        return m
 
     def _finish(self, goal_handle: Any, result: Any, status: int, message: str) -> Any:
         result.status, result.message = status, message
@@ -479,13 +508,16 @@ class FrankaControlNode(Node):
             return self._finish(gh, result, self._stop_status(run, result), run.reason)
         goal = gh.request
         m = self._wait_measured()
+        if m is None:
+            return self._finish(gh, result, result.STATUS_REJECTED, "no joint state received "
+                                f"in the last {STALE_AFTER:g} s: cannot check the first segment")
         times = [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
                  for p in goal.trajectory.points]
         try:
             traj = validate_trajectory(
                 goal.trajectory.joint_names, times,
                 [list(p.positions) for p in goal.trajectory.points],
-                list(goal.gripper_widths), self.robot, None if m is None else m.q,
+                list(goal.gripper_widths), self.robot, m.q,
                 self.kinematics if self.check_workspace else None, self.max_start_delay)
         except GoalRejected as exc:
             return self._finish(gh, result, result.STATUS_REJECTED, exc.reason)
@@ -534,7 +566,7 @@ class FrankaControlNode(Node):
                 raise GoalRejected("no commands")
             m = self._wait_measured()
             if m is None:
-                raise GoalRejected("no joint state received yet")
+                raise GoalRejected(f"no joint state received in the last {STALE_AFTER:g} s")
             width = m.width if m.width is not None else self.robot.gripper_max_width
             self.planner.plan_all(commands, m.q, width)  # the whole batch, before moving
         except GoalRejected as exc:
