@@ -93,7 +93,7 @@ class Measured:
     q: np.ndarray
     width: float | None
     t: float  # monotonic time of reception
-    stamp: float  # the message's header stamp (s): the simulator's time from sim_node
+    stamp: float  # the message's header stamp (s); from sim_node, the simulator's time
 
 
 class Backend(Protocol):
@@ -522,10 +522,10 @@ class FrankaControlNode(Node):
         except GoalRejected as exc:
             return self._finish(gh, result, result.STATUS_REJECTED, exc.reason)
         delay = float(traj.times[0]) - times[0]
-        if delay > 0:  # the arm runs ahead of or behind its sender's view of it: worth knowing
-            self.get_logger().info(f"chunk starts {delay * 1e3:.0f} ms late to keep its first "
-                                   "point within the velocity limits",
-                                   throttle_duration_sec=5.0)
+        late = (f"started {delay * 1e3:.0f} ms late to keep the first point within the "
+                "velocity limits") if delay > 0 else ""
+        if late:  # the arm is not where its sender last saw it: worth knowing
+            self.get_logger().info(f"chunk {late}", throttle_duration_sec=5.0)
 
         def feedback(i: int, err: float) -> None:
             gh.publish_feedback(ExecuteChunk.Feedback(point_index=i, joint_error=err))
@@ -536,10 +536,9 @@ class FrankaControlNode(Node):
             return self._finish(gh, result, self._stop_status(run, result), out.message)
         if not out.ok:
             return self._finish(gh, result, result.STATUS_FAILED, out.message)
-        late = (f", started {delay * 1e3:.0f} ms late to keep the first point within the "
-                "velocity limits") if delay > 0 else ""
         return self._finish(gh, result, result.STATUS_SUCCEEDED,
-                            f"{len(traj)} points in {traj.duration:.2f} s{late}")
+                            f"{len(traj)} points in {traj.duration:.2f} s"
+                            + (f", {late}" if late else ""))
 
     # ------------------------------------------------------------------ ExecuteMotion
 
