@@ -2,7 +2,9 @@
 
 1. Chunk jitter: a 3 s chunk at 15 Hz on the `sim` backend (sim_node + franka_control_node
    processes, control loop 100 Hz). Control-loop jitter = |interval between the node's
-   stamped joint_command messages - 10 ms|; point jitter = |feedback arrival spacing - 1/15 s|.
+   stamped joint_command messages - 10 ms|; point jitter = |feedback arrival spacing - 1/15 s|
+   on the wall clock: the node moves along a chunk by the simulator's clock, so this includes
+   the simulator's own unevenness against real time.
 2. Cancel -> halt: cancel a moving chunk; latency = stamp of the last command the node sent
    (the hold) - the wall time the cancel was sent. Goal: <= 67 ms (one 15 Hz period).
 3. Observation -> chunk per backend on loopback: expert (in process, from a real sim world

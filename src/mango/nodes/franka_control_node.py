@@ -156,13 +156,17 @@ class _PointTracker:
 class SimBackend:
     """Streams interpolated position targets to sim_node's `joint_command` at the control rate.
 
-    Trajectory time never runs ahead of the simulator's, read from the joint states' stamps:
-    a simulator that falls behind real time (a loaded machine) still sees every trajectory at
+    Trajectory time follows the simulator's clock, read from the joint states' stamps, so a
+    simulator that falls behind real time (a loaded machine) still sees every trajectory at
     its own speed, instead of targets that run ahead and jerk the arm (and shake a grasped
-    object loose). Nor does it run ahead of the wall clock, so joint states that arrive in a
-    burst after a stall do not make it jump either. Joint states that stop coming for
-    `STALE_AFTER` s of wall time end the goal.
+    object loose). Joint states reach this node unevenly (bursts after a busy moment), so
+    the simulator's time now is estimated from the latest one plus the wall time since it
+    came, up to `EXTRAPOLATE` s: smooth while the simulator keeps real time, held back by it
+    when it does not. The estimate never goes back and never runs ahead of the wall clock.
+    Joint states that stop coming for `STALE_AFTER` s of wall time end the goal.
     """
+
+    EXTRAPOLATE = 0.1
 
     def __init__(self, node: Node, robot: RobotConfig, rate: float) -> None:
         self.robot, self.period = robot, 1.0 / rate
@@ -196,6 +200,7 @@ class SimBackend:
         assert start is not None
         tracker = _PointTracker(traj, self.reader, on_point)
         tick = t0 = time.monotonic()
+        sim0 = self._sim_now(start, t0)
         # A target is for the simulator's next step: sample one period ahead of its time.
         t = self.period
         while True:
@@ -221,7 +226,12 @@ class SimBackend:
                 return Outcome(False, message=f"no joint state for {STALE_AFTER:g} s: "
                                "the simulation stopped", points_executed=tracker.done,
                                max_error=tracker.max_error)
-            t = min(m.stamp - start.stamp, time.monotonic() - t0) + self.period
+            now = time.monotonic()
+            t = max(t, min(self._sim_now(m, now) - sim0, now - t0) + self.period)
+
+    def _sim_now(self, m: Measured, now: float) -> float:
+        """The simulator's time at wall time `now`, from joint state `m` (see the class)."""
+        return m.stamp + min(now - m.t, self.EXTRAPOLATE)
 
 
 _FJT_CODES = {0: "SUCCESSFUL", -1: "INVALID_GOAL", -2: "INVALID_JOINTS",
