@@ -28,13 +28,13 @@ def test_expert_completes_the_task_and_the_oracle_passes_it(tmp_path: Path) -> N
     proc = _policy_run("--scene", SCENE, "--json", "--bag", str(bag))
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
-    assert report["verdict"] == "pass", report
+    run = report["run"]
+    assert run["policy_status"] == "succeeded", run["policy_message"]
+    assert report["verdict"] == "pass", (report["steps"], run["policy_info"])
     assert report["failed_step"] is None
     assert all(s["status"] == "completed" for s in report["steps"])
     times = [s["completed_t"] for s in report["steps"]]
     assert times == sorted(times) and times[0] > 0
-    run = report["run"]
-    assert run["policy_status"] == "succeeded", run["policy_message"]
     assert run["chunks_requested"] > 5
     topics = BagReader(bag).topics()
     names = {t.rsplit("/", 2)[-1] if "oracle" not in t else t.split("/", 2)[-1] for t in topics}
