@@ -54,6 +54,7 @@ GRIPPER = "gripper"
 SETTLE_TOL = 0.003  # rad: a motion command counts as done when every joint is this close
 SETTLE_TIMEOUT = 1.0  # s to wait for that before measuring anyway
 STALE_AFTER = 2.0  # s without a joint state: the arm's position is no longer known
+NO_RECENT_STATE = f"no joint state received in the last {STALE_AFTER:g} s"
 FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
 _KIND_OF_TYPE = {
     MotionCommandMsg.MOVE: "move", MotionCommandMsg.ROTATE: "rotate",
@@ -519,8 +520,8 @@ class FrankaControlNode(Node):
         goal = gh.request
         m = self._wait_measured()
         if m is None:
-            return self._finish(gh, result, result.STATUS_REJECTED, "no joint state received "
-                                f"in the last {STALE_AFTER:g} s: cannot check the first segment")
+            return self._finish(gh, result, result.STATUS_REJECTED,
+                                f"{NO_RECENT_STATE}: cannot check the first segment")
         times = [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
                  for p in goal.trajectory.points]
         try:
@@ -575,7 +576,7 @@ class FrankaControlNode(Node):
                 raise GoalRejected("no commands")
             m = self._wait_measured()
             if m is None:
-                raise GoalRejected(f"no joint state received in the last {STALE_AFTER:g} s")
+                raise GoalRejected(NO_RECENT_STATE)
             width = m.width if m.width is not None else self.robot.gripper_max_width
             self.planner.plan_all(commands, m.q, width)  # the whole batch, before moving
         except GoalRejected as exc:

@@ -26,7 +26,7 @@ _STAMP = struct.Struct("<iI")  # header.stamp right after the 4-byte CDR encapsu
 
 
 def world_state_payloads(bag: str | Path, topic: str,
-              span: tuple[int, int] | None = None) -> Iterator[bytes]:
+                         span: tuple[int, int] | None = None) -> Iterator[bytes]:
     """The topic's payloads (in a byte span of the bag: see `BagReader.messages`); a whole
     bag with none is an error."""
     reader = BagReader(bag)
