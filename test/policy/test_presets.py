@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mango.control import load_robot, make_kinematics
-from mango.policy import PRESETS, Observation, PolicyError, get_preset, resize_with_pad
+from mango.policy import PRESETS, Observation, PolicyError, get_preset
 
 ROBOT = load_robot("sim_fr3")
 KIN = make_kinematics(ROBOT)
@@ -75,11 +75,3 @@ def test_every_preset_encodes_the_canonical_observation() -> None:
         assert req[preset.prompt_key] == "do it", name
         for spec in preset.images:
             assert req[spec.key].shape == (*spec.size, 3), name
-
-
-def test_resize_with_pad_keeps_aspect() -> None:
-    img = np.full((100, 200, 3), 200, np.uint8)
-    out = resize_with_pad(img, 50, 50)
-    assert out.shape == (50, 50, 3)
-    assert out[:12].max() == 0 and out[37:].max() == 0  # 25 rows of image, centred
-    assert out[12:37].min() == 200

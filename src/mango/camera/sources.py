@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from mango.errors import InputError
+from mango.imaging import to_rgb8
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".ppm")
 
@@ -32,15 +33,6 @@ class FrameSource(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-def _rgb(img: np.ndarray) -> np.ndarray:
-    a = np.asarray(img)
-    if a.dtype != np.uint8:
-        a = np.clip(a, 0, 255).astype(np.uint8)
-    if a.ndim == 2:
-        a = np.repeat(a[..., None], 3, axis=2)
-    return np.ascontiguousarray(a[..., :3])
 
 
 class FilesSource:
@@ -82,7 +74,7 @@ class FilesSource:
     def read(self) -> Frame | None:
         if not self.files:
             img = self._next_video_frame()
-            return None if img is None else Frame(_rgb(img), stamp=time.time())
+            return None if img is None else Frame(to_rgb8(img), stamp=time.time())
         if self._index >= len(self.files):
             if not self.loop:
                 return None
@@ -93,7 +85,7 @@ class FilesSource:
             img = self._imageio.imread(str(path))
         except (OSError, ValueError) as exc:
             raise InputError(f"cannot read image: {exc}", file=str(path)) from None
-        return Frame(_rgb(img), stamp=time.time())
+        return Frame(to_rgb8(img), stamp=time.time())
 
     def close(self) -> None:
         self._frames = None

@@ -19,8 +19,8 @@ from std_msgs.msg import Header
 
 from mango.camera import CameraCalibration, Frame, load_calibration, open_source
 from mango.errors import InputError
+from mango.imaging import resize_with_pad
 from mango.nodes.common import run_node
-from mango.policy.presets import resize_with_pad
 from mango.ros.images import numpy_to_image
 
 

@@ -69,7 +69,7 @@ class VlaNode(Node):
             raise InputError(str(exc), field="backend") from None
         self.rate = float(p["policy_rate"]) or self.policy.preset.rate_hz
         self.obs_timeout = float(p["observation_timeout"])
-        self.needs_world = cfg.backend == "expert"
+        self.needs_world = self.policy.needs_world_state
         self.cameras = [] if self.needs_world else self.policy.preset.cameras()
 
         group = ReentrantCallbackGroup()

@@ -1,15 +1,13 @@
 """VLA policies behind one protocol: observation presets per family, backends `expert`,
-`openpi`, `openvla`, `lerobot` (no rclpy here)."""
+`openpi`, `openvla`, `lerobot` chosen by configuration (no rclpy here).
 
-from mango.policy.base import (
-    BACKENDS,
-    Policy,
-    PolicyBackend,
-    PolicyConfig,
-    PolicyStep,
-    make_backend,
-    make_policy,
-)
+`presets` (the canonical observation and the per-family wire layouts) < `config` (the
+configuration model) < the backends; `base` holds the protocol and the `Policy` wrapper;
+`registry` maps backend names to factories.
+"""
+
+from mango.policy.base import Policy, PolicyBackend, PolicyStep
+from mango.policy.config import PolicyConfig
 from mango.policy.presets import (
     PRESETS,
     ActionSpec,
@@ -18,8 +16,8 @@ from mango.policy.presets import (
     ObservationPreset,
     PolicyError,
     get_preset,
-    resize_with_pad,
 )
+from mango.policy.registry import BACKENDS, make_backend, make_policy
 
 __all__ = [
     "BACKENDS",
@@ -36,5 +34,4 @@ __all__ = [
     "get_preset",
     "make_backend",
     "make_policy",
-    "resize_with_pad",
 ]

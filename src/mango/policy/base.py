@@ -1,44 +1,28 @@
-"""One small policy-backend protocol, chosen by configuration.
+"""One small policy-backend protocol and the wrapper every backend shares.
 
 A backend turns an `Observation` into raw family actions (`infer`); the `Policy` wrapper adds
 what every backend shares: the family preset's conversion to H x 8 joint targets and the
-latency measurement. `make_policy(config)` looks the backend up in `BACKENDS` — the only place
-that knows the names.
+latency measurement. Backends are chosen by configuration (`mango.policy.config`) through
+`mango.policy.registry`, the only place that knows their names.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from mango.control.kinematics import Kinematics
-from mango.policy.presets import Observation, ObservationPreset, PolicyError, get_preset
-
-
-class PolicyConfig(BaseModel):
-    """Everything a backend may need; each backend reads its own fields."""
-
-    model_config = ConfigDict(extra="forbid")
-    backend: str = "expert"
-    preset: str | None = None  # default: the backend's own
-    host: str = "127.0.0.1"  # openpi
-    port: int = 8000
-    url: str = "http://127.0.0.1:8000/act"  # openvla
-    unnorm_key: str | None = None
-    checkpoint: str | None = None  # lerobot
-    device: str = "cpu"
-    scene: str | None = None  # expert
-    fault: str | None = None
-    timeout: float = 30.0
+from mango.policy.presets import Observation, ObservationPreset
 
 
 class PolicyBackend(Protocol):
     preset: ObservationPreset
+    # True for a backend that reads `Observation.world_state` instead of camera images (the
+    # scripted expert): the node then subscribes to the world state and to no camera.
+    needs_world_state: bool
 
     def reset(self, instruction: str) -> None:
         """Start a new episode."""
@@ -81,6 +65,10 @@ class Policy:
     def done(self) -> bool:
         return self.backend.done
 
+    @property
+    def needs_world_state(self) -> bool:
+        return self.backend.needs_world_state
+
     def reset(self, instruction: str) -> None:
         self.backend.reset(instruction)
 
@@ -97,48 +85,3 @@ class Policy:
 
     def close(self) -> None:
         self.backend.close()
-
-
-def _expert(cfg: PolicyConfig) -> PolicyBackend:
-    from mango.policy.expert import ExpertBackend
-
-    return ExpertBackend.from_config(cfg)
-
-
-def _openpi(cfg: PolicyConfig) -> PolicyBackend:
-    from mango.policy.openpi import OpenPIBackend
-
-    return OpenPIBackend.from_config(cfg)
-
-
-def _openvla(cfg: PolicyConfig) -> PolicyBackend:
-    from mango.policy.openvla import OpenVLABackend
-
-    return OpenVLABackend.from_config(cfg)
-
-
-def _lerobot(cfg: PolicyConfig) -> PolicyBackend:
-    from mango.policy.lerobot import LeRobotBackend
-
-    return LeRobotBackend.from_config(cfg)
-
-
-BACKENDS: dict[str, Callable[[PolicyConfig], PolicyBackend]] = {
-    "expert": _expert, "openpi": _openpi, "openvla": _openvla, "lerobot": _lerobot,
-}
-
-
-def make_backend(cfg: PolicyConfig) -> PolicyBackend:
-    factory = BACKENDS.get(cfg.backend)
-    if factory is None:
-        raise PolicyError(f"unknown policy backend {cfg.backend!r} "
-                          f"(known: {', '.join(BACKENDS)})")
-    return factory(cfg)
-
-
-def make_policy(cfg: PolicyConfig, kinematics: Kinematics | None = None) -> Policy:
-    return Policy(make_backend(cfg), kinematics)
-
-
-def preset_for(cfg: PolicyConfig, default: str) -> ObservationPreset:
-    return get_preset(cfg.preset or default)

@@ -6,11 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from mango.errors import InputError
-from mango.policy.base import PolicyConfig, preset_for
+from mango.policy.config import PolicyConfig, preset_for
 from mango.policy.presets import Observation, ObservationPreset, PolicyError
 
 
 class ExpertBackend:
+    needs_world_state = True
+
     def __init__(self, scene: str, fault: str | None, preset: ObservationPreset) -> None:
         from mango.sim.env import as_scene
         from mango.sim.expert import ExpertPolicy

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from mango.errors import InputError
-from mango.policy.base import PolicyConfig, preset_for
+from mango.policy.config import PolicyConfig, preset_for
 from mango.policy.presets import Observation, ObservationPreset, PolicyError
 
 LEROBOT_PIN = "lerobot==0.6.1"
@@ -32,6 +32,8 @@ def _import_lerobot() -> tuple[Any, Any, Any]:
 
 
 class LeRobotBackend:
+    needs_world_state = False
+
     def __init__(self, checkpoint: str, preset: ObservationPreset, device: str = "cpu") -> None:
         path = Path(checkpoint)
         config = path / "config.json"

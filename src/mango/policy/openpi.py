@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from mango.policy import msgpack_numpy
-from mango.policy.base import PolicyConfig, preset_for
+from mango.policy.config import PolicyConfig, preset_for
 from mango.policy.presets import Observation, ObservationPreset, PolicyError
 
 log = logging.getLogger(__name__)
@@ -87,6 +87,8 @@ class OpenPIClient:
 
 
 class OpenPIBackend:
+    needs_world_state = False
+
     def __init__(self, client: OpenPIClient, preset: ObservationPreset,
                  kinematics: Any = None) -> None:
         self.client, self.preset, self.kinematics = client, preset, kinematics

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from mango.policy.base import PolicyConfig, preset_for
+from mango.policy.config import PolicyConfig, preset_for
 from mango.policy.presets import Observation, ObservationPreset, PolicyError
 
 
@@ -44,6 +44,8 @@ def loads(text: str | bytes) -> Any:
 
 
 class OpenVLABackend:
+    needs_world_state = False
+
     def __init__(self, url: str, preset: ObservationPreset, timeout: float = 30.0,
                  unnorm_key: str | None = None, kinematics: Any = None) -> None:
         import httpx

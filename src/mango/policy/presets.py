@@ -9,7 +9,6 @@ entry to `PRESETS`, not a code branch. The chunk length is whatever the reply ho
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -24,6 +23,7 @@ from mango.control.kinematics import (
     mat_to_quat,
 )
 from mango.control.kinematics import quat_to_mat as _quat_to_mat
+from mango.imaging import resize_with_pad
 from mango.oracle.world_state import WorldState
 
 StateField = Literal["joint_positions", "gripper_width", "gripper_fingers", "gripper_closedness",
@@ -167,32 +167,6 @@ def state_field(name: str, obs: Observation, kinematics: Kinematics | None) -> n
     if name == "eef_axis_angle":
         return mat_to_axis_angle(_quat_to_mat(quat))
     raise PolicyError(f"unknown state field {name!r}")
-
-
-def resize_with_pad(img: np.ndarray, height: int, width: int) -> np.ndarray:
-    """Bilinear resize keeping the aspect ratio, padded with black (as openpi's client does)."""
-    h, w = img.shape[:2]
-    if (h, w) == (height, width):
-        return img
-    scale = min(height / h, width / w)
-    nh, nw = max(1, math.floor(h * scale)), max(1, math.floor(w * scale))
-    ys = (np.arange(nh) + 0.5) / scale - 0.5
-    xs = (np.arange(nw) + 0.5) / scale - 0.5
-    y0 = np.clip(np.floor(ys).astype(int), 0, h - 1)
-    x0 = np.clip(np.floor(xs).astype(int), 0, w - 1)
-    y1, x1 = np.minimum(y0 + 1, h - 1), np.minimum(x0 + 1, w - 1)
-    fy = np.clip(ys - y0, 0, 1)[:, None, None]
-    fx = np.clip(xs - x0, 0, 1)[None, :, None]
-    f = img.astype(np.float32)
-    if f.ndim == 2:
-        f = f[..., None]
-    top = f[y0][:, x0] * (1 - fx) + f[y0][:, x1] * fx
-    bot = f[y1][:, x0] * (1 - fx) + f[y1][:, x1] * fx
-    out = np.zeros((height, width, f.shape[2]), np.float32)
-    oy, ox = (height - nh) // 2, (width - nw) // 2
-    out[oy:oy + nh, ox:ox + nw] = top * (1 - fy) + bot * fy
-    out = np.clip(np.rint(out), 0, 255).astype(img.dtype)
-    return out if img.ndim == 3 else out[..., 0]
 
 
 _FRONT_WRIST = (ImageSpec("front", "observation/image", rotate_180=True),
