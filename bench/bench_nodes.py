@@ -178,10 +178,10 @@ def bench_replay(minutes: float = 10.0, rate: float = 100.0) -> dict[str, float]
     from rclpy.serialization import serialize_message
 
     from mango.bags import BagWriter
+    from mango.bags.judge import auto_jobs, judge_bag
+    from mango.bags.states import iter_bag_world_states
+    from mango.bags.world_state_cdr import WorldStateDecoder
     from mango.oracle import StepTracker
-    from mango.ros.bag_judge import auto_jobs
-    from mango.ros.bag_states import iter_bag_world_states, judge_bag
-    from mango.ros.world_state_cdr import WorldStateDecoder
     from mango.ros.world_state_msg import state_to_msg
     from mango.sim.faults import parse_fault
     from mango.sim.runner import run_episode

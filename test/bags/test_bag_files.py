@@ -107,7 +107,7 @@ def test_missing_bag_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_episodes_split_where_world_time_goes_back(tmp_path: Path) -> None:
-    from mango.ros.bag_states import bag_episode, bag_episodes
+    from mango.bags.states import bag_episode, bag_episodes
 
     bag = tmp_path / "two"
     times = [0.0, 0.5, 1.0, 0.0, 0.25]

@@ -12,10 +12,10 @@ from mcap.writer import CompressionType, Writer
 from rclpy.serialization import serialize_message
 
 from mango.bags import BagReader, BagWriter
+from mango.bags.judge import judge_bag
 from mango.errors import InputError
 from mango.oracle import StepTracker
 from mango.oracle.predicates import EvaluationError
-from mango.ros.bag_states import judge_bag
 from mango.ros.world_state_msg import record_to_msg
 
 TYPE = "mango_ros/msg/WorldState"
@@ -183,7 +183,7 @@ def test_a_dead_worker_falls_back_to_one_process(tmp_path: Path, monkeypatch: py
                                                  caplog: pytest.LogCaptureFixture) -> None:
     import os
 
-    from mango.ros import bag_judge
+    import mango.bags.judge as bag_judge
 
     bag = tmp_path / "bag"
     _write(bag, _episode(60, 10, 40))

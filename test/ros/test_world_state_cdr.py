@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rclpy.serialization import deserialize_message, serialize_message
 
+from mango.bags.world_state_cdr import CdrError, decode_world_state
 from mango.oracle.world_state import WorldState as WorldStateModel
-from mango.ros.world_state_cdr import CdrError, decode_world_state
 from mango.ros.world_state_msg import msg_to_state, record_to_msg
 from mango_ros.msg import WorldState
 
@@ -72,7 +72,7 @@ def test_truncated_bytes_are_a_clear_error(cut: int) -> None:
 def test_streaming_decoder_reuses_unchanged_objects_correctly(
     stream: list[dict], data: st.DataObject
 ) -> None:
-    from mango.ros.world_state_cdr import WorldStateDecoder
+    from mango.bags.world_state_cdr import WorldStateDecoder
 
     # Make some objects repeat unchanged from one state to the next, as in a real stream.
     for prev, cur in itertools.pairwise(stream):
@@ -93,7 +93,7 @@ def _expected(payload: bytes) -> dict:
 def test_stream_whose_shape_comes_and_goes() -> None:
     """Contacts and facts appearing and vanishing change the message's shape back and forth;
     every state still decodes exactly, bit for bit (a -0.0 is not its predecessor's 0.0)."""
-    from mango.ros.world_state_cdr import WorldStateDecoder
+    from mango.bags.world_state_cdr import WorldStateDecoder
 
     decoder = WorldStateDecoder()
     for i in range(40):
@@ -111,7 +111,7 @@ def test_stream_whose_shape_comes_and_goes() -> None:
 
 
 def test_editing_a_decoded_state_leaves_the_next_alone() -> None:
-    from mango.ros.world_state_cdr import WorldStateDecoder
+    from mango.bags.world_state_cdr import WorldStateDecoder
 
     record = {"t": 0.0, "objects": {"a": {"position": [1, 2, 3]}},
               "contacts": [["a", "b"]], "facts": {"up(a)": True},

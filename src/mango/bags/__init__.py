@@ -5,6 +5,10 @@ recorder needs control over flushing so a SIGKILLed bag keeps everything written
 last flush; `rosbags` supplies the ROS 2 type system (message definitions and RIHS01 type
 hashes for `metadata.yaml` version 9). Payloads are CDR bytes as DDS delivers them, so no
 decode/encode happens while recording.
+
+Above the files: `world_state_cdr` decodes `WorldState` payloads without rclpy, `states`
+reads a bag's world states and episodes, `judge` re-judges a bag with an oracle (`mango
+replay`). Nothing here imports rclpy or `mango.ros`.
 """
 
 from mango.bags.reader import BagMessage, BagReader

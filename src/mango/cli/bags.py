@@ -82,10 +82,10 @@ def replay(
     """
     from rich.console import Console
 
+    from mango.bags.judge import judge_bag
     from mango.oracle import FunctionLibrary, StepTracker
     from mango.oracle.cli_render import render_report
     from mango.oracle.predicates import EvaluationError
-    from mango.ros.bag_states import judge_bag
 
     try:
         library = FunctionLibrary.load(functions) if functions else FunctionLibrary.default()
@@ -130,8 +130,8 @@ def export(
 ) -> None:
     """Write the recorded world states of one episode (default: the last) as a spec §3
     trace."""
+    from mango.bags.states import iter_episode
     from mango.oracle.world_state import write_trace
-    from mango.ros.bag_states import iter_episode
 
     try:
         n = write_trace(output, iter_episode(bag, topic, episode))

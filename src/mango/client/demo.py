@@ -16,10 +16,10 @@ from typing import Any
 
 from rich.console import Console
 
+from mango.bags.states import episode_starts
 from mango.client.episode import Episode, run_episode
 from mango.oracle.cli_render import render_report
 from mango.oracle.tracker import Report
-from mango.ros.bag_states import episode_starts
 from mango_ros.msg import StepVerdict
 
 _STYLE = {"enabled": "yellow", "completed": "bold green", "incomplete": "red",

@@ -20,6 +20,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
+from mango.bags.world_state_cdr import WorldStateDecoder
 from mango.errors import InputError
 from mango.nodes.common import latched_qos, run_node
 from mango.oracle import (
@@ -34,7 +35,6 @@ from mango.oracle import (
 from mango.oracle.tracker import REPORTED_KINDS
 from mango.ros.markers import oracle_markers
 from mango.ros.verdict_msg import step_verdict_cdr, task_verdict
-from mango.ros.world_state_cdr import WorldStateDecoder
 from mango_ros.msg import StepVerdict, TaskVerdict
 from mango_ros.msg import WorldState as WorldStateMsg
 from mango_ros.srv import LoadOracle

@@ -28,12 +28,12 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from mango.bags.world_state_cdr import decode_world_state
 from mango.control import chunk_to_trajectory, load_robot, make_kinematics
 from mango.errors import InputError, from_validation_error
 from mango.nodes.common import run_node
 from mango.policy import Observation, PolicyConfig, PolicyError, make_policy
 from mango.ros.images import image_to_numpy
-from mango.ros.world_state_cdr import decode_world_state
 from mango_ros.action import ExecuteChunk, RunPolicy
 from mango_ros.msg import WorldState as WorldStateMsg
 

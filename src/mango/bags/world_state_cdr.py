@@ -8,7 +8,8 @@ entities, same ids) and only changes it when, say, a contact appears. Entities, 
 the small sections whose bytes did not change since the previous state are reused instead of
 rebuilt. The layout follows msg/*.msg (little-endian CDR, alignment relative to the byte after
 the 4-byte encapsulation header); a test checks it against rclpy's deserializer on random
-records. Used on the oracle node's hot path and for bag replay; it needs no rclpy.
+records. Used on the oracle node's hot path and for bag replay; it needs neither rclpy nor
+the generated messages, so it sits with the bags, below `mango.ros`.
 """
 
 from __future__ import annotations

@@ -8,18 +8,15 @@ all its states in memory.
 
 from __future__ import annotations
 
-import logging
 import struct
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from mango.bags import BagReader
+from mango.bags.reader import BagReader
+from mango.bags.world_state_cdr import WorldStateDecoder
 from mango.errors import InputError
-from mango.oracle.tracker import Report, StepTracker
+from mango.oracle.tracker import StepTracker
 from mango.oracle.world_state import WorldState
-from mango.ros.world_state_cdr import WorldStateDecoder
-
-log = logging.getLogger(__name__)
 
 WORLD_STATE_TYPE = "mango_ros/msg/WorldState"
 _STAMP = struct.Struct("<iI")  # header.stamp right after the 4-byte CDR encapsulation
@@ -122,30 +119,3 @@ def bag_episodes(bag: str | Path, topic: str = "/world_state") -> list[list[Worl
     """Every episode's states."""
     starts, _ = episode_starts(bag, topic)
     return [bag_episode(bag, topic, k) for k in range(1, len(starts) + 1)]
-
-
-def judge_bag(bag: str | Path, tracker: StepTracker, topic: str = "/world_state",
-              episode: int | None = None, jobs: int = 1) -> Report:
-    """Feed one episode's states to `tracker` and finish it; what `mango replay` does.
-
-    The default (last) episode is judged in a single pass, restarting the tracker where world
-    time goes back, exactly what the oracle node does live. With `jobs` > 1 that pass uses
-    that many processes (0: one per core for a big bag); see `mango.ros.bag_judge`. A chosen
-    `episode` is judged in this process.
-    """
-    if episode is None and jobs != 1:
-        from mango.ros import bag_judge
-
-        jobs = bag_judge.auto_jobs(bag, jobs)
-        if jobs > 1:
-            try:
-                return bag_judge.judge_parallel(bag, topic, tracker, jobs)
-            except bag_judge.WorkerFailed as exc:  # e.g. killed for memory: do it in one
-                log.warning("parallel replay failed (%s); judging in one process", exc)
-                tracker.reset()
-    if episode is not None:
-        for state in iter_episode(bag, topic, episode):
-            tracker.update(state)
-        return tracker.finish()
-    track_states(tracker, iter_bag_world_states(bag, topic))
-    return tracker.finish()

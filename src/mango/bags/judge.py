@@ -1,4 +1,4 @@
-"""Judging a long bag on several cores.
+"""Judging a recorded bag (`judge_bag`, what `mango replay` runs), on several cores if long.
 
 The costly part of a replay, decoding each state and evaluating the actions' conditions in
 it, does not depend on the tracker's progress. So the bag is cut into adjacent byte spans:
@@ -13,6 +13,7 @@ the compiled oracle, so this suits a process with no middleware threads running 
 from __future__ import annotations
 
 import itertools
+import logging
 import multiprocessing
 import os
 import traceback
@@ -20,17 +21,20 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mango.bags import BagReader
-from mango.errors import InputError
-from mango.oracle.predicates import EvaluationError
-from mango.oracle.tracker import Report, StepTracker
-from mango.ros.bag_states import (
+from mango.bags.reader import BagReader
+from mango.bags.states import (
     iter_bag_world_states,
+    iter_episode,
     no_messages,
     track_states,
     world_state_payloads,
 )
-from mango.ros.world_state_cdr import WorldStateDecoder
+from mango.bags.world_state_cdr import WorldStateDecoder
+from mango.errors import InputError
+from mango.oracle.predicates import EvaluationError
+from mango.oracle.tracker import Report, StepTracker
+
+log = logging.getLogger(__name__)
 
 PARALLEL_MIN_BYTES = 8 << 20  # below this, forking costs more than it saves
 # Work per state of tracking (finished actions skipped) against evaluating every action: the
@@ -170,4 +174,29 @@ def judge_parallel(bag: str | Path, topic: str, tracker: StepTracker, jobs: int)
         count += len(r.ts)
     if count == 0:
         raise no_messages(bag, topic)
+    return tracker.finish()
+
+
+def judge_bag(bag: str | Path, tracker: StepTracker, topic: str = "/world_state",
+              episode: int | None = None, jobs: int = 1) -> Report:
+    """Feed one episode's states to `tracker` and finish it; what `mango replay` does.
+
+    The default (last) episode is judged in a single pass, restarting the tracker where world
+    time goes back, exactly what the oracle node does live. With `jobs` > 1 that pass uses
+    that many processes (0: one per core for a big bag); see `judge_parallel`. A chosen
+    `episode` is judged in this process.
+    """
+    if episode is None and jobs != 1:
+        jobs = auto_jobs(bag, jobs)
+        if jobs > 1:
+            try:
+                return judge_parallel(bag, topic, tracker, jobs)
+            except WorkerFailed as exc:  # e.g. killed for memory: do it in one
+                log.warning("parallel replay failed (%s); judging in one process", exc)
+                tracker.reset()
+    if episode is not None:
+        for state in iter_episode(bag, topic, episode):
+            tracker.update(state)
+        return tracker.finish()
+    track_states(tracker, iter_bag_world_states(bag, topic))
     return tracker.finish()
