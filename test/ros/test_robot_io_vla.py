@@ -17,9 +17,8 @@ from sensor_msgs.msg import JointState
 from support.ros import Processes, wait_for
 from websockets.sync.server import ServerConnection, serve
 
-from mango.client.action_client import ActionClient
+from mango.client import ActionTask, Robot, TaskResult
 from mango.policy import msgpack_numpy
-from mango_ros.action import RunPolicy
 
 
 class JointServer:
@@ -67,11 +66,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
         m.header.stamp.sec + m.header.stamp.nanosec * 1e-9), 100)
     node.create_subscription(JointState, f"{ns}/joint_states",
                              lambda m: states.append(np.asarray(m.position[:7])), 10)
-    client = ActionClient(node, RunPolicy, f"{ns}/run_policy")
+    robot = Robot(node, ns)
     try:
-        assert client.wait_for_server(timeout_sec=60), procs.log("vla")
+        try:
+            robot.wait_for_servers("run_policy", timeout=60)
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}\n{procs.log('vla')}") from None
         wait_for(lambda: states, 60, "the sim's joint states")  # the sim builds its scene
-        yield server, client, commands, states, procs
+        yield server, robot, commands, states, procs
     finally:
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
@@ -80,24 +82,19 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
         server.server.shutdown()
 
 
-def _start(client: ActionClient, goal: RunPolicy.Goal):
-    fut = client.send_goal_async(goal)
-    wait_for(fut.done, 10, "acceptance")
-    gh = fut.result()
-    assert gh.accepted
-    return gh
+def _start(robot: Robot, instruction: str, max_steps: int, steps_per_chunk: int) -> ActionTask:
+    task = robot.start_policy(instruction, max_steps=max_steps, steps_per_chunk=steps_per_chunk)
+    wait_for(lambda: task.accepted or task.done(), 10, "acceptance")
+    assert task.accepted, task.result().message
+    return task
 
 
 def test_run_policy_executes_the_first_steps_of_each_chunk(stack: tuple) -> None:
-    server, client, _, _, procs = stack
+    server, robot, _, _, procs = stack
     server.observations.clear()
-    gh = _start(client, RunPolicy.Goal(instruction="move joint one", max_steps=12,
-                                       steps_per_chunk=4))
-    res = gh.get_result_async()
-    wait_for(res.done, 60, "run result")
-    result = res.result().result
-    assert result.status == RunPolicy.Result.STATUS_MAX_STEPS, (result.message,
-                                                                procs.log("vla"))
+    out = _start(robot, "move joint one", max_steps=12, steps_per_chunk=4).result(60)
+    assert out.result is TaskResult.MAX_STEPS, (out.message, procs.log("vla"))
+    result = out.response
     assert result.steps_executed == 12 and result.chunks_requested == 3
     assert len(server.observations) == 3
     obs = server.observations[0]
@@ -112,16 +109,14 @@ def test_run_policy_executes_the_first_steps_of_each_chunk(stack: tuple) -> None
 
 
 def test_cancel_stops_the_chunk_in_flight(stack: tuple) -> None:
-    _, client, commands, _, _ = stack
-    gh = _start(client, RunPolicy.Goal(instruction="move", max_steps=0, steps_per_chunk=0))
+    _, robot, commands, _, _ = stack
+    task = _start(robot, "move", max_steps=0, steps_per_chunk=0)
     wait_for(lambda: commands and time.time() - commands[-1] < 0.05, 30, "motion")
     time.sleep(0.5)  # inside the 2 s chunk
     t_cancel = time.time()
-    gh.cancel_goal_async()
-    res = gh.get_result_async()
-    wait_for(res.done, 10, "run result")
-    result = res.result().result
-    assert result.status == RunPolicy.Result.STATUS_CANCELLED, result.message
-    assert 0 < result.steps_executed < 30
+    task.cancel()
+    out = task.result(10)
+    assert out.result is TaskResult.CANCELLED, out.message
+    assert 0 < out.response.steps_executed < 30
     time.sleep(0.5)
     assert max(commands) - t_cancel < 0.2  # cancel reached the control node; no motion after

@@ -1,6 +1,18 @@
-"""Blocking Python API over the running stack (like nav2_simple_commander): bring a stack up,
-call its services, follow the oracle's verdicts. Used by `mango demo` and `mango policy run`."""
+"""Blocking Python API over the running stack (like nav2_simple_commander): `Robot` sends the
+stack's tools (chunks, motions, policies, oracle services) and waits for their outcomes;
+`StackSession` brings a stack up. Used by `mango demo`, `mango policy run` and the tests."""
 
+from mango.client.robot import (
+    ActionTask,
+    OracleLoaded,
+    Outcome,
+    Reply,
+    Robot,
+    RobotNames,
+    TaskResult,
+    verdict_report,
+)
 from mango.client.session import StackSession, VerdictFollower
 
-__all__ = ["StackSession", "VerdictFollower"]
+__all__ = ["ActionTask", "OracleLoaded", "Outcome", "Reply", "Robot", "RobotNames",
+           "StackSession", "TaskResult", "VerdictFollower", "verdict_report"]

@@ -19,19 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from action_msgs.msg import GoalStatus
-from std_srvs.srv import Trigger
-
 from mango.bringup import NodeDied
-from mango.client.action_client import ActionClient
-from mango.client.session import StackSession, VerdictFollower
+from mango.client.robot import Robot, TaskResult
+from mango.client.session import StackSession
 from mango.errors import InputError
 from mango.sim.faults import parse_fault
 from mango.sim.scene import REPO_ROOT, load_scene, resolve_scene
 from mango.stack import load_stack
-from mango_ros.action import RunPolicy
 from mango_ros.msg import StepVerdict
-from mango_ros.srv import LoadOracle, ResetScene
+from mango_ros.srv import ResetScene
 
 POLICY_BACKENDS = ("expert", "openpi", "openvla", "lerobot")
 POLICY_RATE = 15.0
@@ -133,15 +129,14 @@ def run_episode(
         with StackSession(stack, output=output) as session:
             node = session.node
             assert node is not None
-            follower = VerdictFollower(node, ns, on_step=_episode_only(on_step))
-            client = ActionClient(node, RunPolicy, f"{ns}/run_policy")
-            session.wait(client.server_is_ready, startup_timeout, "the vla_node")
+            robot = Robot(node, ns, watch=session.bringup.check, on_step=_episode_only(on_step),
+                          server_timeout=startup_timeout)
+            robot.wait_for_servers("run_policy", timeout=startup_timeout)
             topic = f"{ns}/world_state"
             session.wait(lambda: listeners <= {i.node_name for i in
                                                node.get_subscriptions_info_by_topic(topic)},
                          startup_timeout, f"{', '.join(sorted(listeners))} on {topic}")
-            loaded = session.call(LoadOracle, f"{ns}/oracle_node/load_oracle",
-                                  LoadOracle.Request(oracle_path=str(oracle_path)))
+            loaded = robot.load_oracle(oracle_path)
             if not loaded.success:
                 raise InputError("the oracle node refused the oracle: "
                                  + "; ".join(loaded.problems), file=str(oracle_path))
@@ -149,27 +144,22 @@ def run_episode(
                                  ResetScene.Request(scene="", seed=episode.seed), timeout=120)
             if not reset.success:
                 raise RunFailed(f"sim reset failed: {reset.message}")
-            seen = len(follower.tasks)
-            goal = RunPolicy.Goal(instruction=spec.instruction,
-                                  max_steps=math.ceil(spec.horizon * POLICY_RATE),
-                                  steps_per_chunk=0)
-            sent = client.send_goal_async(
-                goal, feedback_callback=lambda f: feedback.append(f.feedback))
-            gh = session.wait(lambda: sent.done() and sent.result(), 30.0, "goal acceptance")
-            if not gh.accepted:
-                raise RunFailed("the vla_node refused the RunPolicy goal")
-            res_future = gh.get_result_async()
-            session.wait(res_future.done, spec.horizon * 3 + 60.0, "the policy run")
-            wrapped = res_future.result()
-            res = wrapped.result
-            if wrapped.status == GoalStatus.STATUS_ABORTED and not res.message:
-                raise RunFailed("the vla_node aborted the run without a result")
-            if (res.status == res.STATUS_FAILED and res.chunks_requested <= 1
+            seen = robot.task_verdicts_seen()
+            task = robot.start_policy(spec.instruction,
+                                      max_steps=math.ceil(spec.horizon * POLICY_RATE),
+                                      feedback=feedback.append)
+            outcome = task.result(timeout=spec.horizon * 3 + 60.0)
+            if outcome.result is TaskResult.REJECTED:
+                raise RunFailed(f"the vla_node refused the RunPolicy goal: {outcome.message}")
+            if outcome.result is TaskResult.ABORTED or outcome.response is None:
+                raise RunFailed(f"the policy run ended without a result: {outcome.message}")
+            res = outcome.response
+            if (outcome.result is TaskResult.FAILED and res.chunks_requested <= 1
                     and res.steps_executed == 0):
                 raise RunFailed(f"the policy could not run: {res.message}")
             time.sleep(1.0)  # let the last placement settle before judging
-            session.call(Trigger, f"{ns}/oracle_node/finish", Trigger.Request())
-            verdict = session.wait(lambda: follower.task_after(seen), 10.0, "the task verdict")
+            robot.finish_oracle()
+            verdict = robot.wait_for_task_verdict(10.0, after=seen)
     except NodeDied as exc:
         tail = "\n  " + "\n  ".join(exc.tail[-5:]) if exc.tail else ""
         raise RunFailed(f"{exc}{tail}") from None
@@ -178,13 +168,11 @@ def run_episode(
 
     report = json.loads(verdict.report_json)
     latency = sorted(f.last_inference_latency for f in feedback)
-    status_names = {res.STATUS_SUCCEEDED: "succeeded", res.STATUS_CANCELLED: "cancelled",
-                    res.STATUS_MAX_STEPS: "max_steps", res.STATUS_FAILED: "failed"}
     report["run"] = {
         "scene": spec.name, "instruction": spec.instruction, "oracle": str(oracle_path),
         "backend": episode.backend, "fault": episode.fault, "seed": episode.seed,
         "bag": episode.bag, "namespace": ns,
-        "policy_status": status_names.get(res.status, str(res.status)),
+        "policy_status": outcome.result.value,
         "policy_message": res.message, "steps_executed": res.steps_executed,
         "chunks_requested": res.chunks_requested,
         "policy_info": json.loads(res.info_json or "{}"),

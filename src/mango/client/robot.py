@@ -1,0 +1,476 @@
+"""`Robot`: a blocking Python API over a running mango stack, as nav2_simple_commander is
+over Nav2.
+
+Every tool the stack offers is one call: `execute_chunk`, `execute_motion`, `run_policy` wait
+for their outcome; `start_chunk`, `start_motion`, `start_policy` return an `ActionTask` to
+poll (`done()`, `feedback`), cancel or wait on. `halt`, `load_oracle`, `reset_oracle`,
+`finish_oracle` and `wait_for_task_verdict` talk to the control and oracle nodes.
+
+An outcome is measured, never assumed: a goal counts as succeeded only when the server says
+so in both the action status and the result's own status field (rclpy aborts a goal whose
+execute callback raised with a default result, whose status field reads 0 = succeeded), and a
+server that disappears while a goal is in flight ends it as `ABORTED` with the reason instead
+of leaving the caller waiting.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import rclpy
+from action_msgs.msg import GoalStatus
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from std_srvs.srv import Trigger
+
+from mango.client.action_client import ActionClient
+from mango.client.session import VerdictFollower
+from mango.control.motion import MotionCommand
+from mango.control.trajectory import JointTrajectory, chunk_to_trajectory
+from mango.ros.motion_msg import command_to_msg
+from mango.ros.trajectory_msg import chunk_goal
+from mango_ros.action import ExecuteChunk, ExecuteMotion, RunPolicy
+from mango_ros.msg import StepVerdict, TaskVerdict
+from mango_ros.srv import Halt, LoadOracle
+
+FR3_JOINTS: tuple[str, ...] = tuple(f"fr3_joint{i}" for i in range(1, 8))
+POLL = 0.02  # s between checks of a wait's deadline, watch hook and server liveness
+
+
+class TaskResult(enum.Enum):
+    """How a goal ended (the names of the actions' `STATUS_*` constants, plus `ABORTED`)."""
+
+    SUCCEEDED = "succeeded"
+    CANCELLED = "cancelled"
+    PREEMPTED = "preempted"
+    REJECTED = "rejected"
+    FAILED = "failed"
+    MAX_STEPS = "max_steps"
+    ABORTED = "aborted"  # no usable result: the server aborted without one, or went away
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A goal's terminal state, its reason, and the action's result message (None when the
+    server gave none)."""
+
+    result: TaskResult
+    message: str
+    response: Any | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.result is TaskResult.SUCCEEDED
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A service's answer: whether it did what was asked, and what it said."""
+
+    success: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class OracleLoaded:
+    success: bool
+    message: str
+    problems: tuple[str, ...]
+    num_actions: int
+
+
+@dataclass(frozen=True)
+class RobotNames:
+    """Action, service and topic names, relative to the robot's namespace."""
+
+    execute_chunk: str = "execute_chunk"
+    execute_motion: str = "execute_motion"
+    halt: str = "halt"
+    run_policy: str = "run_policy"
+    oracle_node: str = "oracle_node"
+
+
+def _result_of_status(action: type) -> dict[int, TaskResult]:
+    """The action's result `STATUS_*` constants mapped onto `TaskResult` by name."""
+    res = action.Result
+    return {getattr(res, n): TaskResult[n.removeprefix("STATUS_")]
+            for n in dir(res) if n.startswith("STATUS_")}
+
+
+class ActionTask:
+    """One goal sent through a `Robot`: poll it, read its feedback, cancel it or wait for it.
+
+    The outcome is decided in the executor's thread as the server's answers arrive;
+    `result()` waits for it, watching the server so a dead one cannot leave it waiting.
+    """
+
+    def __init__(self, robot: Robot, client: ActionClient, action: type, goal: Any, what: str,
+                 on_feedback: Callable[[Any], None] | None) -> None:
+        self.what = what
+        self._robot = robot
+        self._client = client
+        self._statuses = _result_of_status(action)
+        self._on_feedback = on_feedback
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._outcome: Outcome | None = None
+        self._handle: Any = None
+        self._cancel_wanted = False
+        self.feedback: Any = None  # the latest feedback message
+        self.feedback_count = 0
+        if not robot._wait_quietly(client.server_is_ready, robot.server_timeout):
+            self._finish(Outcome(TaskResult.ABORTED, f"{what}: no action server answered "
+                                 f"within {robot.server_timeout:g} s"))
+            return
+        sent = client.send_goal_async(goal, feedback_callback=self._feedback)
+        sent.add_done_callback(self._accepted)
+
+    # ------------------------------------------------------------------ executor side
+
+    def _feedback(self, msg: Any) -> None:
+        self.feedback = msg.feedback
+        self.feedback_count += 1
+        if self._on_feedback is not None:
+            self._on_feedback(msg.feedback)
+
+    def _accepted(self, future: Any) -> None:
+        handle = future.result() if future.exception() is None else None
+        if handle is None or not handle.accepted:
+            why = future.exception() or "the server refused the goal"
+            self._finish(Outcome(TaskResult.REJECTED, f"{self.what}: {why}"))
+            return
+        with self._lock:
+            self._handle = handle
+            cancel = self._cancel_wanted
+        handle.get_result_async().add_done_callback(self._resulted)
+        if cancel:
+            handle.cancel_goal_async()
+
+    def _resulted(self, future: Any) -> None:
+        if future.exception() is not None:
+            self._finish(Outcome(TaskResult.ABORTED, f"{self.what}: {future.exception()}"))
+            return
+        wrapped = future.result()
+        res = wrapped.result
+        result = self._statuses.get(res.status)
+        message = res.message
+        if result is None:
+            result, message = TaskResult.ABORTED, f"unknown result status {res.status}: {message}"
+        elif wrapped.status == GoalStatus.STATUS_ABORTED and result is TaskResult.SUCCEEDED:
+            # rclpy's answer to an exception in the server: a default result, status 0.
+            result = TaskResult.ABORTED
+            message = message or "the server aborted the goal without a result"
+        elif wrapped.status == GoalStatus.STATUS_CANCELED and result is TaskResult.SUCCEEDED:
+            result = TaskResult.CANCELLED
+        self._finish(Outcome(result, message, res))
+
+    def _finish(self, outcome: Outcome) -> None:
+        with self._lock:
+            if self._outcome is None:
+                self._outcome = outcome
+        self._done.set()
+
+    # ------------------------------------------------------------------ caller side
+
+    def done(self) -> bool:
+        """Whether the goal reached a terminal state (nav2's `isTaskComplete`)."""
+        return self._done.is_set()
+
+    @property
+    def accepted(self) -> bool:
+        return self._handle is not None
+
+    def cancel(self) -> None:
+        """Ask the server to cancel the goal (now, or as soon as it is accepted)."""
+        with self._lock:
+            handle = self._handle
+            self._cancel_wanted = True
+        if handle is not None and not self.done():
+            handle.cancel_goal_async()
+
+    def result(self, timeout: float | None = None) -> Outcome:
+        """Wait for the outcome; `TimeoutError` after `timeout` s (the goal keeps running)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        lost_since: float | None = None
+        while not self._done.wait(POLL):
+            self._robot.check()
+            now = time.monotonic()
+            if self._client.server_is_ready():
+                lost_since = None
+            else:
+                lost_since = lost_since if lost_since is not None else now
+                if now - lost_since >= self._robot.server_lost_after:
+                    self._finish(Outcome(TaskResult.ABORTED, f"{self.what}: the action server "
+                                         f"went away with the goal in flight"))
+            if deadline is not None and now > deadline and not self._done.is_set():
+                raise TimeoutError(f"timed out after {timeout:g} s waiting for {self.what}")
+        assert self._outcome is not None
+        return self._outcome
+
+
+class Robot:
+    """The stack's tools as blocking calls, on a node someone spins (or `Robot.connect()`).
+
+    `watch` is called on every wait (e.g. a stack session's check that raises when one of its
+    nodes died), so a caller learns at once that no answer will come.
+    """
+
+    def __init__(self, node: Node, namespace: str = "", *, names: RobotNames | None = None,
+                 watch: Callable[[], None] | None = None,
+                 on_step: Callable[[StepVerdict], None] | None = None,
+                 server_timeout: float = 10.0, server_lost_after: float = 2.0) -> None:
+        self.node = node
+        self.namespace = "/" + namespace.strip("/") if namespace.strip("/") else ""
+        self.names = names or RobotNames()
+        self.server_timeout = server_timeout  # s a goal waits for its server to appear
+        self.server_lost_after = server_lost_after  # s a server may vanish mid-goal
+        self._watch = watch
+        self._actions: dict[str, ActionClient] = {}
+        self._services: dict[str, Any] = {}
+        self._tasks: list[ActionTask] = []
+        self._lock = threading.Lock()
+        self.verdicts = VerdictFollower(node, self.namespace, on_step=on_step)
+
+    @classmethod
+    @contextmanager
+    def connect(cls, namespace: str = "", **kwargs: Any) -> Iterator[Robot]:
+        """A robot with its own ROS context, client node and executor thread."""
+        context = rclpy.Context()
+        rclpy.init(context=context)
+        node = rclpy.create_node(f"mango_robot_{uuid.uuid4().hex[:6]}", context=context)
+        executor = MultiThreadedExecutor(num_threads=2, context=context)
+        executor.add_node(node)
+        thread = threading.Thread(target=executor.spin, daemon=True)
+        thread.start()
+        try:
+            yield cls(node, namespace, **kwargs)
+        finally:
+            executor.shutdown(timeout_sec=2.0)
+            node.destroy_node()
+            rclpy.try_shutdown(context=context)
+            thread.join(timeout=2.0)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def name(self, relative: str) -> str:
+        return f"{self.namespace}/{relative}"
+
+    def check(self) -> None:
+        if self._watch is not None:
+            self._watch()
+
+    def _wait(self, pred: Callable[[], Any], timeout: float, what: str) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            value = pred()
+            if value:
+                return value
+            self.check()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+            time.sleep(POLL)
+
+    def _wait_quietly(self, pred: Callable[[], Any], timeout: float) -> bool:
+        """Like `_wait`, but says whether it held instead of raising."""
+        try:
+            self._wait(pred, timeout, "")
+        except TimeoutError:
+            return False
+        return True
+
+    def _action(self, action: type, relative: str) -> ActionClient:
+        with self._lock:
+            if relative not in self._actions:
+                self._actions[relative] = ActionClient(self.node, action, self.name(relative))
+            return self._actions[relative]
+
+    def _call(self, srv: type, relative: str, request: Any, timeout: float) -> Any:
+        with self._lock:
+            if relative not in self._services:
+                self._services[relative] = self.node.create_client(srv, self.name(relative))
+            client = self._services[relative]
+        self._wait(client.service_is_ready, timeout, f"service {self.name(relative)}")
+        future = client.call_async(request)
+        self._wait(future.done, timeout, f"the reply of {self.name(relative)}")
+        return future.result()
+
+    def wait_for_servers(self, *tools: str, timeout: float = 30.0) -> None:
+        """Wait until the named tools' servers are up: "execute_chunk", "execute_motion",
+        "run_policy" (actions), "halt", "oracle" (services)."""
+        for tool in tools or ("execute_chunk", "execute_motion"):
+            if tool in {"execute_chunk", "execute_motion", "run_policy"}:
+                action = {"execute_chunk": ExecuteChunk, "execute_motion": ExecuteMotion,
+                          "run_policy": RunPolicy}[tool]
+                client = self._action(action, getattr(self.names, tool))
+                self._wait(client.server_is_ready, timeout, f"the {tool} action server")
+            elif tool in {"halt", "oracle"}:
+                srv, relative = ((Halt, self.names.halt) if tool == "halt" else
+                                 (LoadOracle, f"{self.names.oracle_node}/load_oracle"))
+                client = self.node.create_client(srv, self.name(relative))
+                try:
+                    self._wait(client.service_is_ready, timeout, f"service {self.name(relative)}")
+                finally:
+                    self.node.destroy_client(client)
+            else:
+                raise ValueError(f"unknown tool {tool!r}")
+
+    def _start(self, action: type, relative: str, goal: Any, what: str,
+               feedback: Callable[[Any], None] | None) -> ActionTask:
+        task = ActionTask(self, self._action(action, relative), action, goal, what, feedback)
+        with self._lock:
+            self._tasks = [t for t in self._tasks if not t.done()] + [task]
+        return task
+
+    @staticmethod
+    def _finish(task: ActionTask, timeout: float | None) -> Outcome:
+        """A blocking call's outcome; past its timeout the goal is cancelled, and the outcome
+        says so."""
+        try:
+            return task.result(timeout)
+        except TimeoutError as exc:
+            task.cancel()
+            try:
+                out = task.result(10.0)
+            except TimeoutError:
+                return Outcome(TaskResult.ABORTED, f"{exc}; the cancel got no answer either")
+            return Outcome(out.result, f"{exc}, cancelled: {out.message}", out.response)
+
+    # ------------------------------------------------------------------ control node
+
+    def start_chunk(self, chunk: JointTrajectory | np.ndarray | Sequence[Sequence[float]], *,
+                    rate: float = 15.0, joint_names: Sequence[str] = FR3_JOINTS,
+                    feedback: Callable[[ExecuteChunk.Feedback], None] | None = None
+                    ) -> ActionTask:
+        """Send a chunk: a core trajectory, or rows of 7 joint targets (+ gripper width as an
+        8th column) played at `rate`, row k at (k + 1) / rate."""
+        if not isinstance(chunk, JointTrajectory):
+            rows = np.asarray(chunk, float)
+            if rows.ndim == 2 and rows.shape[1] == 7 and rate > 0:
+                times = np.arange(1, len(rows) + 1) / rate
+                chunk = JointTrajectory(tuple(joint_names), times, rows.copy())
+            else:
+                chunk = chunk_to_trajectory(rows, rate, joint_names)
+        return self._start(ExecuteChunk, self.names.execute_chunk, chunk_goal(chunk),
+                           f"{self.name(self.names.execute_chunk)} ({len(chunk)} points)",
+                           feedback)
+
+    def execute_chunk(self, chunk: JointTrajectory | np.ndarray | Sequence[Sequence[float]], *,
+                      rate: float = 15.0, joint_names: Sequence[str] = FR3_JOINTS,
+                      feedback: Callable[[ExecuteChunk.Feedback], None] | None = None,
+                      timeout: float | None = None) -> Outcome:
+        """Execute a chunk and wait for its outcome (the result holds points executed, max
+        joint error and the final measured state)."""
+        task = self.start_chunk(chunk, rate=rate, joint_names=joint_names, feedback=feedback)
+        return self._finish(task, timeout)
+
+    def start_motion(self, commands: Sequence[MotionCommand],
+                     feedback: Callable[[ExecuteMotion.Feedback], None] | None = None
+                     ) -> ActionTask:
+        """Send a batch of mid-level commands (move mm, rotate deg, gripper, wait, home)."""
+        goal = ExecuteMotion.Goal(commands=[command_to_msg(c) for c in commands])
+        return self._start(ExecuteMotion, self.names.execute_motion, goal,
+                           f"{self.name(self.names.execute_motion)} ({len(commands)} commands)",
+                           feedback)
+
+    def execute_motion(self, commands: Sequence[MotionCommand],
+                       feedback: Callable[[ExecuteMotion.Feedback], None] | None = None,
+                       timeout: float | None = None) -> Outcome:
+        """Execute a batch of motion commands and wait (the result holds the commands executed
+        and the measured hand pose and gripper width after each)."""
+        return self._finish(self.start_motion(commands, feedback), timeout)
+
+    def halt(self, timeout: float = 10.0) -> Reply:
+        """Stop all motion now and hold position."""
+        reply = self._call(Halt, self.names.halt, Halt.Request(), timeout)
+        return Reply(reply.success, reply.message)
+
+    # ------------------------------------------------------------------ vla node
+
+    def start_policy(self, instruction: str, *, max_steps: int = 0, steps_per_chunk: int = 0,
+                     feedback: Callable[[RunPolicy.Feedback], None] | None = None
+                     ) -> ActionTask:
+        """Run the VLA policy on an instruction (0 = no step limit / whole chunks)."""
+        goal = RunPolicy.Goal(instruction=instruction, max_steps=max_steps,
+                              steps_per_chunk=steps_per_chunk)
+        return self._start(RunPolicy, self.names.run_policy, goal,
+                           f"{self.name(self.names.run_policy)} ({instruction!r})", feedback)
+
+    def run_policy(self, instruction: str, *, max_steps: int = 0, steps_per_chunk: int = 0,
+                   feedback: Callable[[RunPolicy.Feedback], None] | None = None,
+                   timeout: float | None = None) -> Outcome:
+        """Run the policy until it is done, reaches `max_steps` or fails, and wait."""
+        task = self.start_policy(instruction, max_steps=max_steps,
+                                 steps_per_chunk=steps_per_chunk, feedback=feedback)
+        return self._finish(task, timeout)
+
+    def cancel(self) -> int:
+        """Cancel every goal this robot sent that is still running; returns how many."""
+        with self._lock:
+            running = [t for t in self._tasks if not t.done()]
+        for task in running:
+            task.cancel()
+        return len(running)
+
+    # ------------------------------------------------------------------ oracle node
+
+    def load_oracle(self, oracle: str | Path | dict[str, Any], timeout: float = 30.0
+                    ) -> OracleLoaded:
+        """Load an oracle into the oracle node: a path, or the oracle itself (a dict or JSON
+        text). A refused oracle keeps the previous one active; `problems` says why."""
+        if isinstance(oracle, dict):
+            request = LoadOracle.Request(oracle_json=json.dumps(oracle))
+        elif isinstance(oracle, str) and oracle.lstrip().startswith("{"):
+            request = LoadOracle.Request(oracle_json=oracle)
+        else:
+            request = LoadOracle.Request(oracle_path=str(Path(oracle).resolve()))
+        reply = self._call(LoadOracle, f"{self.names.oracle_node}/load_oracle", request, timeout)
+        return OracleLoaded(reply.success, reply.message, tuple(reply.problems),
+                            reply.num_actions)
+
+    def reset_oracle(self, timeout: float = 10.0) -> Reply:
+        """Start a new episode in the oracle node."""
+        reply = self._call(Trigger, f"{self.names.oracle_node}/reset", Trigger.Request(), timeout)
+        return Reply(reply.success, reply.message)
+
+    def finish_oracle(self, timeout: float = 10.0) -> Reply:
+        """End the episode now: the oracle node publishes its final task verdict."""
+        reply = self._call(Trigger, f"{self.names.oracle_node}/finish", Trigger.Request(),
+                           timeout)
+        return Reply(reply.success, reply.message)
+
+    def task_verdicts_seen(self) -> int:
+        """How many task verdicts arrived so far (pass it to `wait_for_task_verdict`)."""
+        return len(self.verdicts.tasks)
+
+    def wait_for_task_verdict(self, timeout: float = 10.0, after: int | None = None
+                              ) -> TaskVerdict:
+        """The first task verdict after `after` of them were seen (default: the next one)."""
+        seen = self.task_verdicts_seen() if after is None else after
+        return self._wait(lambda: self.verdicts.task_after(seen), timeout, "the task verdict")
+
+
+def verdict_report(verdict: TaskVerdict) -> dict[str, Any]:
+    """The oracle's spec §6 report a task verdict carries."""
+    return json.loads(verdict.report_json)
+
+
+__all__ = [
+    "ActionTask",
+    "OracleLoaded",
+    "Outcome",
+    "Reply",
+    "Robot",
+    "RobotNames",
+    "TaskResult",
+    "verdict_report",
+]
