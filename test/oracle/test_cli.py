@@ -61,7 +61,9 @@ def test_check_pass_exits_zero() -> None:
 def test_check_table_output() -> None:
     code, out, _ = run("check", ORACLE, DATA / "soup_sauce_basket_regression.jsonl")
     assert code == 0
-    assert "regression" in out and "PASS" in out and "place_in" in out
+    # the soup was knocked out of the basket and never put back: an undone goal fails (§5)
+    assert "regression" in out and "FAIL" in out and "failed step: 1.3" in out
+    assert "completed, then undone ← failed here" in out and "place_in" in out
 
 
 def test_check_hold_and_functions_options(tmp_path: Path) -> None:
