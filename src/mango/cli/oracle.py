@@ -225,6 +225,7 @@ class _TraceReader:
 def _goal_text(goal: str) -> tuple[str, str | None]:
     """A goal argument is an expression unless it names an existing file."""
     from mango.errors import InputError
+    from mango.json_files import parse_json
 
     p = Path(goal)
     try:
@@ -238,12 +239,7 @@ def _goal_text(goal: str) -> tuple[str, str | None]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read goal: {exc}", file=goal) from None
     if text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"invalid JSON: {exc.msg}", file=goal, line=exc.lineno, column=exc.colno
-            ) from None
+        data = parse_json(text, goal)
         g = data.get("goal") if isinstance(data, dict) else None
         if not isinstance(g, str):
             raise InputError('no string field "goal" in this JSON file', file=goal, field="goal")
