@@ -61,7 +61,9 @@ def test_check_pass_exits_zero() -> None:
 def test_check_table_output() -> None:
     code, out, _ = run("check", ORACLE, DATA / "soup_sauce_basket_regression.jsonl")
     assert code == 0
-    assert "regression" in out and "PASS" in out and "place_in" in out
+    # the soup was knocked out of the basket and never put back: an undone goal fails (§5)
+    assert "regression" in out and "FAIL" in out and "failed step: 1.3" in out
+    assert "completed, then undone ← failed here" in out and "place_in" in out
 
 
 def test_check_hold_and_functions_options(tmp_path: Path) -> None:
@@ -240,3 +242,23 @@ def test_functions_export_matches_committed_default() -> None:
     code, out, _ = run("functions")
     assert code == 0
     assert json.loads(out) == json.loads((ROOT / "config/functions/default.json").read_text())
+
+
+@pytest.mark.parametrize(
+    ("command", "trace", "code"),
+    [
+        ("check", "soup_sauce_basket_pass.jsonl", 0),
+        ("check", "soup_sauce_basket_fail_late.jsonl", 1),
+        ("check", "soup_sauce_basket_regression.jsonl", 1),
+        ("symbolic", "soup_sauce_basket_pass.jsonl", 0),
+        ("symbolic", "soup_sauce_basket_fail_late.jsonl", 1),
+    ],
+)
+def test_exit_code_flag_fails_on_a_fail_verdict(command: str, trace: str, code: int) -> None:
+    """Spec §6: `--exit-code` exits 1 on fail (for CI), still printing the one JSON object."""
+    plain, out, _ = run(command, ORACLE, DATA / trace, "--json")
+    gated, gated_out, _ = run(command, ORACLE, DATA / trace, "--json", "--exit-code")
+    assert plain == 0  # without the flag a judged trace exits 0, pass or fail
+    assert gated == code and gated_out == out
+    assert json.loads(out)["verdict"] == ("pass" if code == 0 else "fail")
+

@@ -67,6 +67,7 @@ def test_failures_localize_progressively_later() -> None:
     [
         ("soup_sauce_basket_pass.jsonl", "pass"),
         ("soup_sauce_basket_regression.jsonl", "fail"),  # the soup ended outside the basket
+        ("soup_sauce_basket_restored.jsonl", "pass"),  # ... and was put back
         ("bowl_drawer_out_of_order.jsonl", "fail"),
         ("mug_microwave_fail_late.jsonl", "fail"),
         ("stove_moka_pass.jsonl", "pass"),

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from rclpy.node import Node
 from std_srvs.srv import Trigger
+from support.hostile import nested_oracle
 from support.ros import Processes, call_service, wait_for
 from visualization_msgs.msg import MarkerArray
 
@@ -124,6 +125,14 @@ def test_broken_oracle_is_refused_and_old_one_kept(
     reply = call_service(ros_node, LoadOracle, service,
                          LoadOracle.Request(oracle_path="/no/such/oracle.json"))
     assert not reply.success and "/no/such/oracle.json" in reply.problems[0]
+
+    # JSON that is no oracle, or nested past the limit: refused, never read as a path
+    deep = nested_oracle(500)
+    for text, says in ((json.dumps([1, 2, 3]), "a JSON object, not list"),
+                       (deep, "nested deeper than 100 levels"),
+                       ('{"plan": [], "plan": []}', "'plan' appears twice")):
+        reply = call_service(ros_node, LoadOracle, service, LoadOracle.Request(oracle_json=text))
+        assert not reply.success and says in reply.problems[0], reply.problems
 
     # The old oracle still judges: the stove trace passes under it.
     listener = Listener(ros_node, namespace)

@@ -64,6 +64,10 @@ def test_live_run_recorded_and_replayed_gives_identical_report(
                       "--topic", f"{namespace}/world_state", "--json")
     assert replayed.returncode == 0, replayed.stderr
     assert json.loads(replayed.stdout) == live
+    gated = _mango("replay", str(bag), "--oracle", str(ORACLE),
+                   "--topic", f"{namespace}/world_state", "--json", "--exit-code")
+    assert gated.returncode == 1, gated.stderr  # fail_mid: a fail verdict, and --exit-code
+    assert json.loads(gated.stdout) == live
     assert live == check_trace(ORACLE, read_trace(TRACE)).to_json()
 
     exported = tmp_path / "trace.jsonl"

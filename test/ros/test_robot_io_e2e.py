@@ -25,8 +25,8 @@ def _policy_run(*args: str, timeout: float = 240) -> subprocess.CompletedProcess
 @pytest.mark.slow
 def test_expert_completes_the_task_and_the_oracle_passes_it(tmp_path: Path) -> None:
     bag = tmp_path / "run_bag"
-    proc = _policy_run("--scene", SCENE, "--json", "--bag", str(bag))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _policy_run("--scene", SCENE, "--json", "--bag", str(bag), "--exit-code")
+    assert proc.returncode == 0, proc.stderr[-3000:]  # a pass exits 0 with --exit-code too
     report = json.loads(proc.stdout)
     run = report["run"]
     assert run["policy_status"] == "succeeded", run["policy_message"]
@@ -45,8 +45,8 @@ def test_expert_completes_the_task_and_the_oracle_passes_it(tmp_path: Path) -> N
 def test_injected_fault_fails_at_the_labelled_step() -> None:
     labels = run_episode(SCENE, fault=parse_fault("drop@0.5")).labels
     assert labels["expected_verdict"] == "fail"
-    proc = _policy_run("--scene", SCENE, "--fault", "drop@0.5", "--json")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _policy_run("--scene", SCENE, "--fault", "drop@0.5", "--json", "--exit-code")
+    assert proc.returncode == 1, proc.stderr[-3000:]  # judged, failed: --exit-code says so
     report = json.loads(proc.stdout)
     # The expert carries on after the drop and finishes its script: a run cut short (a chunk
     # refused, a timeout) would be judged where it stopped, not where the fault struck.

@@ -66,8 +66,10 @@ def test_knock_out_is_a_regression_at_the_labelled_step() -> None:
     res = run_episode("soup_sauce_basket", 0, parse_fault("knock_out@1"))
     lab = res.labels
     assert lab["event"] == "regression" and lab["failed_step"] == "1.3"
+    assert lab["expected_verdict"] == "fail"  # knocked out and never put back (§5)
     oracle, _ = load_oracle_json(res.scene)
     report = check_trace(oracle, res.states)
+    assert report.verdict == "fail" and report.failed_step == lab["failed_step"]
     regressions = [e for e in report.events if e.kind == "regression"]
     assert [e.path for e in regressions] == [lab["failed_step"]]
     assert abs(regressions[0].t - lab["failed_t"]) < 3.0

@@ -8,6 +8,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from mango.cli.verdicts import ExitCodeOpt, exit_for
 from mango.errors import InputError
 
 bag_app = typer.Typer(help="Inspect, export and repair rosbag2 MCAP bags.", no_args_is_help=True)
@@ -74,6 +75,7 @@ def replay(
     jobs: Annotated[int, typer.Option(
         min=0, help="Processes (0: one per core when the bag is big enough to gain).")] = 0,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+    exit_code: ExitCodeOpt = False,
 ) -> None:
     """Re-judge a recorded run offline; prints what `mango oracle check` prints.
 
@@ -94,6 +96,7 @@ def replay(
     except (InputError, EvaluationError) as exc:
         _fail(InputError(str(exc)) if not isinstance(exc, InputError) else exc)
     render_report(report, Console(), json_output=json_output)
+    exit_for(report.verdict, exit_code)
 
 
 @bag_app.command("info")

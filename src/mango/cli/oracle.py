@@ -1,8 +1,8 @@
 """`mango oracle`: check traces against fine-grained oracles, lint oracles, symbolic baseline.
 
-Exit codes (spec §6): 0 when a trace was evaluated (pass or fail alike), 2 on bad input with
-one `error: ...` line on stderr naming file, line, column or field; `lint` exits 1 when it
-found problems.
+Exit codes (spec §6): 0 when a trace was evaluated (pass or fail alike; with `--exit-code`,
+1 on fail), 2 on bad input with one `error: ...` line on stderr naming file, line, column or
+field; `lint` exits 1 when it found problems.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
+
+from mango.cli.verdicts import ExitCodeOpt, exit_for
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -60,6 +62,7 @@ def check(
     hold: Annotated[
         int, typer.Option("--hold", min=1, help="Consecutive states a condition must hold.")
     ] = 1,
+    exit_code: ExitCodeOpt = False,
 ) -> None:
     """Evaluate TRACE against ORACLE: per-step completion, events, verdict, failed step."""
     from mango.errors import InputError
@@ -78,6 +81,7 @@ def check(
         typer.echo(json.dumps(report.to_json()))
     else:
         render_report(report, _console())
+    exit_for(report.verdict, exit_code)
 
 
 @app.command()
@@ -137,6 +141,7 @@ def symbolic(
     trace: Annotated[Path, typer.Argument(help="World-state trace, JSON Lines (spec §3).")],
     functions: FunctionsOpt = None,
     json_output: JsonOpt = False,
+    exit_code: ExitCodeOpt = False,
 ) -> None:
     """Benchmark-style baseline: does GOAL hold in the last state of TRACE?"""
     from mango.errors import InputError
@@ -157,6 +162,7 @@ def symbolic(
         typer.echo(json.dumps(report.to_json()))
     else:
         render_symbolic(report, _console())
+    exit_for(report.verdict, exit_code)
 
 
 @app.command()
@@ -219,6 +225,7 @@ class _TraceReader:
 def _goal_text(goal: str) -> tuple[str, str | None]:
     """A goal argument is an expression unless it names an existing file."""
     from mango.errors import InputError
+    from mango.json_files import parse_json
 
     p = Path(goal)
     try:
@@ -232,12 +239,7 @@ def _goal_text(goal: str) -> tuple[str, str | None]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read goal: {exc}", file=goal) from None
     if text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"invalid JSON: {exc.msg}", file=goal, line=exc.lineno, column=exc.colno
-            ) from None
+        data = parse_json(text, goal)
         g = data.get("goal") if isinstance(data, dict) else None
         if not isinstance(g, str):
             raise InputError('no string field "goal" in this JSON file', file=goal, field="goal")

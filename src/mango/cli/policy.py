@@ -4,8 +4,9 @@ Brings up the sim stack (`config/stacks/sim.yaml`: sim_node, franka_control_node
 oracle_node, optionally the bag recorder) as processes, loads the oracle (`--oracle`, else the
 fine-grained oracle the scene names), sends `RunPolicy`, waits, asks the oracle node to finish,
 shuts everything down and prints the task verdict (the spec §6 report with `--json`, plus a
-`run` entry). Exit 0 when the run was judged (pass or fail), 1 when it could not run, 2 on
-bad input. `mango.client.episode.run_episode` is the same as a Python API.
+`run` entry). Exit 0 when the run was judged (pass or fail; with `--exit-code`, 1 on fail),
+1 when it could not run, 2 on bad input. `mango.client.episode.run_episode` is the same as a
+Python API.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import sys
 from typing import Annotated
 
 import typer
+
+from mango.cli.verdicts import ExitCodeOpt, exit_for
 
 app = typer.Typer(help="Run VLA policies on the robot stack.", no_args_is_help=True)
 
@@ -41,6 +44,7 @@ def run(
         help="ROS namespace for the stack (default: a fresh one).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the nodes' output.")
                        ] = False,
+    exit_code: ExitCodeOpt = False,
 ) -> None:
     """Run a policy on a scene in the embedded sim and print the oracle's verdict."""
     from rich.console import Console
@@ -65,6 +69,7 @@ def run(
         raise typer.Exit(1) from None
     if json_output:
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
+        exit_for(report["verdict"], exit_code)
         return
     run_info = report["run"]
     console = Console()
@@ -86,3 +91,4 @@ def run(
     console.print(f"policy: {run_info['policy_status']} ({run_info['policy_message']}), "
                   f"{run_info['steps_executed']} steps in {run_info['chunks_requested']} chunks, "
                   f"{run_info['wall_time']} s")
+    exit_for(report["verdict"], exit_code)

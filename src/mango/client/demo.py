@@ -42,7 +42,7 @@ class DemoResult:
         expected = self.truth.get("failed_step")
         if self.truth.get("expected_verdict") == "pass" or expected is None:
             return self.report.verdict == "pass"
-        return self.report.failed_step == expected
+        return self.report.verdict == "fail" and self.report.failed_step == expected
 
 
 def timeline(console: Console) -> Any:

@@ -11,9 +11,9 @@ Parameters: `oracle_file`, `functions_file`, `hold`, `world_state_topic`, `marke
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
+from typing import Any
 
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -22,6 +22,7 @@ from visualization_msgs.msg import MarkerArray
 
 from mango.bags.world_state_cdr import WorldStateDecoder
 from mango.errors import InputError
+from mango.json_files import parse_json
 from mango.nodes.common import latched_qos, run_node
 from mango.oracle import (
     EvaluationError,
@@ -91,8 +92,7 @@ class OracleNode(Node):
     def load(self, source: str | dict) -> tuple[bool, str, list[str]]:
         """Check and load an oracle; a broken one is refused and the old one stays."""
         try:
-            oracle = load_oracle(Path(source) if isinstance(source, str) and not
-                                 source.lstrip().startswith("{") else source)
+            oracle = load_oracle(Path(source) if isinstance(source, str) else source)
         except InputError as exc:
             return False, "oracle not loaded", [str(exc)]
         problems = static_check(oracle, self.library, sample_state=self.last_state)
@@ -189,21 +189,22 @@ class OracleNode(Node):
 
     def _on_load(self, request: LoadOracle.Request,
                  response: LoadOracle.Response) -> LoadOracle.Response:
-        source = request.oracle_json.strip() or request.oracle_path.strip()
-        if not source:
+        if not request.oracle_json.strip() and not request.oracle_path.strip():
             response.success, response.message = False, "give oracle_json or oracle_path"
             return response
-        if source.startswith("{"):
+        parsed: Any = request.oracle_path.strip()
+        if request.oracle_json.strip():  # JSON whatever it holds: never read as a path
             try:
-                parsed: str | dict = json.loads(source)
-            except json.JSONDecodeError as exc:
-                response.success = False
-                response.message = "oracle not loaded"
-                response.problems = [f"oracle_json: line {exc.lineno}, column {exc.colno}: "
-                                     f"{exc.msg}"]
+                parsed = parse_json(request.oracle_json, "oracle_json")
+            except InputError as exc:
+                response.success, response.message = False, "oracle not loaded"
+                response.problems = [str(exc)]
                 return response
-        else:
-            parsed = source
+            if not isinstance(parsed, dict):
+                response.success, response.message = False, "oracle not loaded"
+                response.problems = [f"oracle_json: an oracle is a JSON object, not "
+                                     f"{type(parsed).__name__}"]
+                return response
         ok, message, problems = self.load(parsed)
         response.success, response.message, response.problems = ok, message, problems
         response.num_actions = len(self.tracker.entries) if ok and self.tracker else 0

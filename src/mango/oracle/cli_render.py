@@ -35,12 +35,13 @@ def render_report(report: Report, console: Console, json_output: bool = False) -
     table.add_column("status")
     table.add_column("completed t", justify="right")
     for s in report.steps:
-        status = s.status
+        status, style = s.status, _STATUS_STYLE[s.status]
         if s.path == report.failed_step:
-            status = "incomplete ← failed here"
-        table.add_row(
-            s.path, s.action_id, f"[{_STATUS_STYLE[s.status]}]{status}[/]", _t(s.completed_t)
-        )
+            # a completed failed step is a goal state the robot undid and never restored
+            status = ("completed, then undone ← failed here" if s.status == "completed"
+                      else "incomplete ← failed here")
+            style = "red"
+        table.add_row(s.path, s.action_id, f"[{style}]{status}[/]", _t(s.completed_t))
     console.print(table)
     if report.events:
         ev = Table(title="Events", title_justify="left")

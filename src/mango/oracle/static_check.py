@@ -8,14 +8,13 @@ evaluated once on it, so an oracle that checks cleanly can also run.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from mango.errors import InputError
-from mango.json_files import read_text
+from mango.json_files import parse_json, read_text
 from mango.oracle.compile import compile_expression
 from mango.oracle.expr import Atom, ExpressionError, iter_atoms, parse_expression
 from mango.oracle.library import FunctionLibrary
@@ -152,17 +151,18 @@ def load_scene(
     p = Path(path)
     text = read_text(p, "scene")
     try:
-        data = json.loads(text)
+        data = parse_json(text, str(p))
         line = None
-    except json.JSONDecodeError as exc:
-        first = next((ln for ln in text.splitlines() if ln.strip()), "")
-        try:
-            data = json.loads(first)
-            line = text.splitlines().index(first) + 1
-        except json.JSONDecodeError:
-            raise InputError(
-                f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno, column=exc.colno
-            ) from None
+    except InputError as whole:
+        lines = text.splitlines()
+        first = next((ln for ln in lines if ln.strip()), "")
+        if first == text.strip():
+            raise
+        line = lines.index(first) + 1
+        try:  # a JSON Lines trace: its first state
+            data = parse_json(first, str(p), line)
+        except InputError:
+            raise whole from None
     if isinstance(data, dict) and "task_objects" in data:
         return SceneEntities.from_task_objects(data, instruction, file=str(p)), None
     if isinstance(data, dict) and "t" in data:

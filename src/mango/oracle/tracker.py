@@ -13,7 +13,10 @@ Choices where the spec leaves room (documented so users can rely on them):
 - An out-of-order event is the rising edge of an action's whole condition (the conjunction
   of its `monitoring`) while the action is not yet enabled.
 - A regression is the falling edge of a completed chain-end action's condition before the
-  task completed. Completion stays latched: the verdict does not change.
+  task passed. Completion stays latched, but the regressed action is *outstanding* until its
+  condition holds again (for `hold` consecutive states, like a completion); the task passes
+  only when every action completed and none is outstanding, and an outstanding one at the end
+  is the failed step.
 - `report()` before `finish()` says `running` until the task has passed.
 """
 
@@ -190,6 +193,9 @@ class StepTracker:
         self._events: list[TrackerEvent] = []
         self._n_states = 0
         self._n_done = 0
+        self._outstanding = [False] * n  # regressed chain ends not yet restored
+        self._n_outstanding = 0
+        self._passed = not self.entries  # nothing to do: passed before any state
         self._active = list(range(n))  # actions whose condition is evaluated per state
         self._last_t: float | None = None
         self._finished = False
@@ -198,8 +204,13 @@ class StepTracker:
 
     @property
     def done(self) -> bool:
-        """Every action completed (the task passed)."""
-        return self._n_done == len(self.entries)
+        """The task passed: every action completed with no regression outstanding (latched)."""
+        return self._passed
+
+    @property
+    def outstanding(self) -> list[str]:
+        """Paths of completed goal states that were undone and not yet restored."""
+        return [e.path for e in self.entries if self._outstanding[e.index]]
 
     @property
     def statuses(self) -> dict[str, StepStatus]:
@@ -263,14 +274,23 @@ class StepTracker:
                     self._announced[e.index] = True
                     events.append(TrackerEvent(t, "enabled", e.path, e.action.action_id))
         n_done = self._n_done
+        outstanding = self._outstanding
         i = -1
         try:
             # Plan order: an action completed here enables its successors in this same pass.
             for i in self._active:
                 value = value_of(i)
                 if completed[i]:  # a chain end that completed earlier
-                    if prev[i] and not value:
+                    if outstanding[i]:
+                        held[i] = held[i] + 1 if value else 0
+                        if held[i] >= self.hold:  # the robot put it back
+                            outstanding[i] = False
+                            self._n_outstanding -= 1
+                    elif prev[i] and not value:
                         events.append(self._event(t, "regression", entries[i]))
+                        outstanding[i] = True
+                        self._n_outstanding += 1
+                        held[i] = 0
                 elif waiting[i]:
                     held[i] = 0
                     if value and not prev[i] and not first:
@@ -287,13 +307,12 @@ class StepTracker:
             raise EvaluationError(
                 f"step {e.path} ({e.action.action_id}) at t={t}: {exc.message}"
             ) from None
-        if self._n_done != n_done:
+        if self._n_done == len(entries) and not self._n_outstanding:
+            self._passed = True
+            self._active = []
+        elif self._n_done != n_done:
             # Completed intermediate actions need no more evaluation; chain ends do until done.
-            self._active = [
-                j
-                for j in self._active
-                if not completed[j] or (entries[j].chain_end and not self.done)
-            ]
+            self._active = [j for j in self._active if not completed[j] or entries[j].chain_end]
         if events:
             self._events.extend(ev for ev in events if ev.kind in REPORTED_KINDS)
         return events
@@ -327,8 +346,14 @@ class StepTracker:
     # ------------------------------------------------------------------------------ reports
 
     def failed_step(self) -> str | None:
-        """Where the task is stuck: the first incomplete enabled action, preferring the chain
-        that made the latest progress, else plan order (spec §5). None when done."""
+        """Where the task is stuck (spec §5): the first outstanding regressed action in plan
+        order (the robot undid that step), else the first incomplete enabled action,
+        preferring the chain that made the latest progress, else plan order. None when done."""
+        if self._passed:
+            return None
+        for e in self.entries:
+            if self._outstanding[e.index]:
+                return e.path
         best: tuple[int, int] | None = None
         best_path = None
         for e in self.entries:
@@ -364,7 +389,7 @@ class StepTracker:
         )
 
     def finish(self) -> Report:
-        """End the stream: pass if every action completed, else fail with `failed_step`."""
+        """End the stream: pass if the task passed, else fail with `failed_step`."""
         self._finished = True
         return self.report()
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mango.errors import InputError, from_validation_error
+from mango.json_files import parse_json
 
 EntityKind = Literal["object", "region", "surface", "fixture", "joint", "device", "robot"]
 ENTITY_KINDS: tuple[str, ...] = EntityKind.__args__
@@ -144,12 +145,7 @@ def iter_trace_records(
     for lineno, text in enumerate(lines, start=1):
         if not text.strip():
             continue
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"invalid JSON: {exc.msg}", file=file, line=lineno, column=exc.colno
-            ) from None
+        record = parse_json(text, file=file, line=lineno)
         state = parse_world_state(record, file=file, line=lineno)
         if state.t < last_t:
             raise InputError(

@@ -111,7 +111,6 @@ def make_labels(scene: SceneSpec, seed: int, expert: ExpertPolicy) -> dict[str, 
     if m is not None and actions:
         ms = next(x for x in expert.milestones if x.to_json() == m)
         failed_step = paths[id(ms)]
-    regression = gt["event"] == "regression"
     return {
         "scene": scene.name,
         "seed": seed,
@@ -120,7 +119,8 @@ def make_labels(scene: SceneSpec, seed: int, expert: ExpertPolicy) -> dict[str, 
         "fault": str(fr.fault) if fr else None,
         "fault_note": fr.note if fr else None,
         "fault_t": fr.t if fr else None,
-        "expected_verdict": "fail" if (m is not None and not regression) else "pass",
+        # an undone goal (knocked out, never put back) fails too: oracles.md §5
+        "expected_verdict": "fail" if m is not None else "pass",
         "failed_step": failed_step,
         "failed_t": gt["t"],
         "failed_milestone": m,

@@ -293,10 +293,13 @@ def soup_sauce(kind: str) -> World:
         w.drop()
         w.wait(3)
         return w
-    if kind == "regression":  # the arm knocks the soup out of the basket on its way
+    if kind in ("regression", "restored"):  # the arm knocks the soup out of the basket
         soup = w.ents[first]
         soup.pos = [0.0, 0.47, TABLE_TOP + soup.size[2] / 2]
     w.place_in(BASKET)
+    if kind == "restored":  # ... notices, and puts it back
+        w.pick(first)
+        w.place_in(BASKET)
     w.wait(2)
     return w
 
@@ -387,7 +390,14 @@ EXPECTED: dict[tuple[str, str], dict] = {
     ("soup_sauce_basket", "fail_early"): {"verdict": "fail", "failed_step": "1.1", "events": []},
     ("soup_sauce_basket", "fail_mid"): {"verdict": "fail", "failed_step": "2.2", "events": []},
     ("soup_sauce_basket", "fail_late"): {"verdict": "fail", "failed_step": "2.3", "events": []},
+    # knocked out and left there: the goal state 1.3 was undone, so the task fails there
     ("soup_sauce_basket", "regression"): {
+        "verdict": "fail",
+        "failed_step": "1.3",
+        "events": [["regression", "1.3"]],
+    },
+    # knocked out and put back: the regression is reported, the task passes once restored
+    ("soup_sauce_basket", "restored"): {
         "verdict": "pass",
         "failed_step": None,
         "events": [["regression", "1.3"]],
