@@ -27,6 +27,10 @@ from mango.oracle.world_state import (
     GripperState,
     JointState,
     WorldState,
+    duplicate_ids,
+    entity_problem,
+    gripper_problem,
+    joint_problem,
 )
 
 _U32 = struct.Struct("<I")
@@ -187,8 +191,10 @@ class WorldStateDecoder:
         self._layouts: dict[tuple[int, ...], _Layout] = {}
         self._layout: _Layout | None = None
         self._names: dict[bytes, str] = {}
-        # Per object index: its values in the previous state and the entity built from them.
-        self._objects: list[tuple[tuple[Any, ...], str, EntityState]] = []
+        # Per object index: its values in the previous state, the entity built from them and
+        # why it is unusable (None when it is fine).
+        self._objects: list[tuple[tuple[Any, ...], str, EntityState, str | None]] = []
+        self.problems: list[str] = []  # what the last decoded state lost (see `sanitize`)
         # Per section (joints, devices, gripper, contacts, facts): previous values and result.
         self._sections: list[tuple[tuple[Any, ...], Any] | None] = [None] * 5
         self._tail: list[Any] = [None, None]  # all five sections' values, and the results
@@ -244,13 +250,17 @@ class WorldStateDecoder:
         cache = self._objects
         n_cached = len(cache)
         objects: dict[str, EntityState] = {}
+        problems: list[str] = []
         for k, b in enumerate(layout.objects):
             seg = vals[b:b + _OBJ]
             pose, size = seg[6], seg[7]
             if k < n_cached:
-                c_seg, oid, c_ent = cache[k]
+                c_seg, oid, c_ent, why = cache[k]
                 if seg == c_seg:  # same id, kind, parent, pose and size bytes
-                    objects[oid] = c_ent
+                    if why is None:
+                        objects[oid] = c_ent
+                    else:
+                        problems.append(f"object {oid!r} dropped: {why}")
                     continue
                 if seg[1] == c_seg[1] and seg[3] == c_seg[3] and seg[5] == c_seg[5]:
                     kind, parent = c_ent.kind, c_ent.parent  # the same entity, moved
@@ -263,7 +273,7 @@ class WorldStateDecoder:
             px, py, pz, qx, qy, qz, qw, has_o = _POSE.unpack(pose)
             sx, sy, sz, has_s = _SIZE.unpack(size)
             # _construct, inlined: this is the per-entity cost of a stream where things move.
-            ent = objects[oid] = new(EntityState)
+            ent = new(EntityState)
             setattr(ent, "__dict__", {
                 "position": (px, py, pz),
                 "orientation": (qw, qx, qy, qz) if has_o else None,
@@ -274,15 +284,22 @@ class WorldStateDecoder:
             setattr(ent, "__pydantic_fields_set__", _ENTITY_FIELDS)
             setattr(ent, "__pydantic_extra__", None)
             setattr(ent, "__pydantic_private__", None)
-            if k < n_cached:
-                cache[k] = (seg, oid, ent)
+            why = entity_problem(ent)
+            if why is None:
+                objects[oid] = ent
             else:
-                cache.append((seg, oid, ent))
+                problems.append(f"object {oid!r} dropped: {why}")
+            if k < n_cached:
+                cache[k] = (seg, oid, ent, why)
+            else:
+                cache.append((seg, oid, ent, why))
+        if len(objects) + len(problems) != len(layout.objects):
+            problems += self._duplicates(layout, vals, objects)
 
         # The small sections: rebuilt only when their values changed (usually none did).
         tail = vals[layout.sections[0].start:]
         if tail == self._tail[0]:
-            joints, devices, gripper, contacts, facts = self._tail[1]
+            joints, devices, gripper, contacts, facts, section_problems = self._tail[1]
         else:
             cache = self._sections
             out = []
@@ -292,38 +309,61 @@ class WorldStateDecoder:
                 if prev is None or prev[0] != seg:
                     prev = cache[i] = (seg, self._builders[i](seg))
                 out.append(prev[1])
-            joints, devices, gripper, contacts, facts = self._tail[1] = out
+            (joints, p_joints), (devices, p_devices), (gripper, p_gripper), contacts, \
+                (facts, p_facts) = out
+            section_problems = p_joints + p_devices + p_gripper + p_facts
+            self._tail[1] = joints, devices, gripper, contacts, facts, section_problems
             self._tail[0] = tail
+        t = round(vals[0] + vals[1] / _NS, 9)
+        self.problems = problems + section_problems if section_problems else problems
         # Fresh containers around the reused elements, so a consumer that edits one state's
         # dict does not edit the next state's.
         return _construct(WorldState, {
-            "t": round(vals[0] + vals[1] / _NS, 9), "objects": objects,
+            "t": t, "objects": objects,
             "joints": joints.copy(), "devices": devices.copy(), "gripper": gripper,
             "contacts": contacts.copy(), "facts": facts.copy(),
         }, _STATE_FIELDS)
 
-    def _joints(self, seg: tuple[Any, ...]) -> dict[str, JointState]:
-        out: dict[str, JointState] = {}
+    def _joints(self, seg: tuple[Any, ...]) -> tuple[dict[str, JointState], list[str]]:
+        pairs = []
+        problems: list[str] = []
         for b in range(0, len(seg), _JNT):
             q, q_open, q_closed, closed_frac, open_frac = _JOINT.unpack(seg[b + 2])
-            out[self._name(seg[b + 1])] = _construct(JointState, {
+            joint = _construct(JointState, {
                 "q": q, "q_open": q_open, "q_closed": q_closed,
                 "closed_frac": None if closed_frac != closed_frac else closed_frac,  # NaN: unset
                 "open_frac": None if open_frac != open_frac else open_frac,
             }, _JOINT_FIELDS)
-        return out
+            jid = self._name(seg[b + 1])
+            why = joint_problem(joint)
+            if why is None:
+                pairs.append((jid, joint))
+            else:
+                problems.append(f"joint {jid!r} dropped: {why}")
+        return _unique(pairs, "joint", problems)
 
-    def _devices(self, seg: tuple[Any, ...]) -> dict[str, DeviceState]:
-        return {self._name(seg[b + 1]): _construct(DeviceState, {"on": seg[b + 2]},
-                                                   _DEVICE_FIELDS)
-                for b in range(0, len(seg), _DEV)}
+    def _duplicates(self, layout: _Layout, vals: tuple[Any, ...],
+                    objects: dict[str, EntityState]) -> list[str]:
+        """Objects whose id occurs more than once: all of them dropped (which one is right
+        cannot be told), rather than the last one silently winning."""
+        ids = [self._name(vals[b + 1]) for b in layout.objects]
+        twice = duplicate_ids(ids)
+        for oid in twice:
+            objects.pop(oid, None)
+        return [f"object {oid!r} dropped: its id occurs {ids.count(oid)} times" for oid in twice]
+
+    def _devices(self, seg: tuple[Any, ...]) -> tuple[dict[str, DeviceState], list[str]]:
+        return _unique([(self._name(seg[b + 1]),
+                         _construct(DeviceState, {"on": seg[b + 2]}, _DEVICE_FIELDS))
+                        for b in range(0, len(seg), _DEV)], "device")
 
     def _contacts(self, seg: tuple[Any, ...]) -> list[tuple[str, str]]:
         name = self._name
         return [(name(seg[b + 1]), name(seg[b + 3])) for b in range(0, len(seg), _CON)]
 
-    def _facts(self, seg: tuple[Any, ...]) -> dict[str, bool]:
-        return {self._name(seg[b + 1]): seg[b + 2] for b in range(0, len(seg), _FACT)}
+    def _facts(self, seg: tuple[Any, ...]) -> tuple[dict[str, bool], list[str]]:
+        return _unique([(self._name(seg[b + 1]), seg[b + 2])
+                        for b in range(0, len(seg), _FACT)], "fact")
 
 
 def _unpack(layout: _Layout, buf: bytes) -> tuple[Any, ...] | None:
@@ -335,13 +375,29 @@ def _unpack(layout: _Layout, buf: bytes) -> tuple[Any, ...] | None:
     return vals if layout.lengths(vals) == layout.key else None
 
 
-def _gripper(seg: tuple[bytes]) -> GripperState | None:
+def _unique(pairs: list[tuple[str, Any]], what: str, problems: list[str] | None = None
+            ) -> tuple[dict[str, Any], list[str]]:
+    """A section's entries by id; ids given twice are all dropped (which one is right cannot be
+    told), rather than the last one silently winning."""
+    out = dict(pairs)
+    problems = problems or []
+    if len(out) != len(pairs):
+        ids = [k for k, _ in pairs]
+        for k in duplicate_ids(ids):
+            del out[k]
+            problems.append(f"{what} {k!r} dropped: its id occurs {ids.count(k)} times")
+    return out, problems
+
+
+def _gripper(seg: tuple[bytes]) -> tuple[GripperState | None, list[str]]:
     width, has_width, closed, has_closed, has_gripper = _GRIPPER.unpack(seg[0])
     if not has_gripper:
-        return None
-    return _construct(GripperState, {
+        return None, []
+    gripper = _construct(GripperState, {
         "width": width if has_width else None, "closed": closed if has_closed else None,
     }, _GRIPPER_FIELDS)
+    why = gripper_problem(gripper)
+    return (gripper, []) if why is None else (None, [f"gripper reading dropped: {why}"])
 
 
 def decode_world_state(data: bytes | memoryview) -> WorldState:

@@ -7,9 +7,9 @@ import math
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from mango.errors import InputError, from_validation_error
 from mango.json_files import parse_json
@@ -24,9 +24,8 @@ ROBOT_PARTS: tuple[str, ...] = (
 )
 DEFAULT_CLOSED_FRAC = 0.05
 
-Finite = Annotated[float, Field(allow_inf_nan=False)]
-Vec3 = tuple[Finite, Finite, Finite]
-Quat = tuple[Finite, Finite, Finite, Finite]
+Vec3 = tuple[float, float, float]
+Quat = tuple[float, float, float, float]
 
 _WS = re.compile(r"\s+")
 
@@ -50,35 +49,27 @@ class EntityState(_Model):
     kind: EntityKind = "object"
     parent: str | None = None
 
-    @field_validator("size")
+    @field_validator("position", "orientation", "size")
     @classmethod
-    def _size_non_negative(cls, v: Vec3 | None) -> Vec3 | None:
-        if v is not None and min(v) < 0:
-            raise ValueError("size must be non-negative")
-        return v
-
-    @field_validator("orientation")
-    @classmethod
-    def _unit_quaternion(cls, v: Quat | None) -> Quat | None:
-        if v is not None and abs(math.sqrt(sum(c * c for c in v)) - 1.0) > 1e-3:
-            raise ValueError("orientation must be a unit quaternion [w, x, y, z]")
-        return v
+    def _rules(cls, v: Any, info: ValidationInfo) -> Any:
+        return _checked(_ENTITY_RULES[info.field_name], v)
 
 
 class JointState(_Model):
     """A joint with its open and closed positions; openness u = (q-q_closed)/(q_open-q_closed)."""
 
-    q: Finite
-    q_open: Finite
-    q_closed: Finite
-    closed_frac: Finite | None = None  # close(j) when u <= this (default 0.05)
-    open_frac: Finite | None = None  # open(j) when u >= this (default 1, per the spec)
+    q: float
+    q_open: float
+    q_closed: float
+    closed_frac: float | None = None  # close(j) when u <= this (default 0.05)
+    open_frac: float | None = None  # open(j) when u >= this (default 1, per the spec)
 
-    @field_validator("q_closed")
+    @field_validator("q", "q_open", "q_closed", "closed_frac", "open_frac")
     @classmethod
-    def _distinct(cls, v: float, info: Any) -> float:
-        if "q_open" in info.data and info.data["q_open"] == v:
-            raise ValueError("q_open and q_closed must differ")
+    def _rules(cls, v: float | None, info: ValidationInfo) -> float | None:
+        _checked(finite_problem, None if v is None else [v])
+        if info.field_name == "q_closed" and "q_open" in info.data:
+            _checked(lambda closed: limits_problem(info.data["q_open"], closed), v)
         return v
 
     @property
@@ -91,20 +82,150 @@ class DeviceState(_Model):
 
 
 class GripperState(_Model):
-    width: Finite | None = None
+    width: float | None = None
     closed: bool | None = None
+
+    @field_validator("width")
+    @classmethod
+    def _rules(cls, v: float | None) -> float | None:
+        _checked(finite_problem, None if v is None else [v])
+        return v
+
+
+# ------------------------------------------------------------------ validity (one set of rules)
+# What makes a recorded value unusable as evidence. The JSON reader applies these rules through
+# the models' validators (a trace file holding such a value is refused, naming its line and
+# field); the decoders of live and recorded messages, which build states without validation
+# for speed, apply the same rules and drop what fails (`entity_problem`, `joint_problem`,
+# `gripper_problem`, `sanitize`), so the oracle node, `mango replay` and `mango bag export`
+# give the same data the same answer.
+
+_UNIT_LOW, _UNIT_HIGH = (1 - 1e-3) ** 2, (1 + 1e-3) ** 2  # |q| within 1e-3 of 1
+
+
+def _finite(values: Iterable[float]) -> bool:
+    return all(math.isfinite(v) for v in values)
+
+
+def finite_problem(values: Iterable[float] | None) -> str | None:
+    if values is not None and not _finite(values):
+        return "must be finite"
+    return None
+
+
+def size_problem(size: Iterable[float] | None) -> str | None:
+    if size is None:
+        return None
+    return finite_problem(size) or ("must be non-negative" if min(size) < 0 else None)
+
+
+def orientation_problem(quat: Iterable[float] | None) -> str | None:
+    if quat is None:
+        return None
+    if not _finite(quat):
+        return "must be finite"
+    if abs(math.sqrt(sum(c * c for c in quat)) - 1.0) > 1e-3:
+        return "must be a unit quaternion [w, x, y, z]"
+    return None
+
+
+def limits_problem(q_open: float, q_closed: float) -> str | None:
+    if q_open == q_closed:
+        return f"q_open and q_closed must differ (both {q_open})"
+    return None
+
+
+_ENTITY_RULES = {"position": finite_problem, "size": size_problem,
+                 "orientation": orientation_problem}
+
+
+def _checked(rule: Any, value: Any) -> Any:
+    problem = rule(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def entity_problem(ent: EntityState) -> str | None:
+    """Why an entity's numbers cannot be used, or None."""
+    pos, size, quat = ent.position, ent.size, ent.orientation
+    # Fast path (every state of every stream comes here): one sum is finite exactly when all
+    # its terms are, short of an overflow, which the full rules sort out.
+    total = pos[0] + pos[1] + pos[2]
+    if size is not None:
+        total += size[0] + size[1] + size[2]
+    if quat is not None:
+        total += quat[0] + quat[1] + quat[2] + quat[3]
+    if (total - total == 0.0 and (size is None or min(size) >= 0.0)
+            and (quat is None or _UNIT_LOW <= quat[0] * quat[0] + quat[1] * quat[1]
+                 + quat[2] * quat[2] + quat[3] * quat[3] <= _UNIT_HIGH)):
+        return None
+    for name, rule in _ENTITY_RULES.items():
+        value = getattr(ent, name)
+        problem = rule(value)
+        if problem:
+            return f"{name} {list(value)} {problem}"
+    return None
+
+
+def joint_problem(joint: JointState) -> str | None:
+    values = [joint.q, joint.q_open, joint.q_closed]
+    values += [v for v in (joint.closed_frac, joint.open_frac) if v is not None]
+    if finite_problem(values):
+        return f"q, q_open, q_closed and the fractions must be finite ({values})"
+    return limits_problem(joint.q_open, joint.q_closed)
+
+
+def gripper_problem(gripper: GripperState) -> str | None:
+    if gripper.width is not None and finite_problem([gripper.width]):
+        return f"width {gripper.width} must be finite"
+    return None
+
+
+def duplicate_ids(ids: Iterable[str]) -> list[str]:
+    """Ids that occur more than once (a message's entity lists; JSON objects cannot)."""
+    seen: set[str] = set()
+    return sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
+
+
+def sanitize(state: WorldState) -> tuple[WorldState | None, list[str]]:
+    """The state without the entities, joints and gripper reading that break the rules above,
+    and what was dropped; None when the time itself is not finite (nothing can be placed)."""
+    if not math.isfinite(state.t):
+        return None, [f"time {state.t} {finite_problem([state.t])}: state skipped"]
+    problems: list[str] = []
+    bad = {k: why for k, e in state.objects.items() if (why := entity_problem(e))}
+    bad_joints = {k: why for k, j in state.joints.items() if (why := joint_problem(j))}
+    bad_gripper = state.gripper is not None and gripper_problem(state.gripper)
+    if not bad and not bad_joints and not bad_gripper:
+        return state, problems
+    problems += [f"object {k!r} dropped: {why}" for k, why in bad.items()]
+    problems += [f"joint {k!r} dropped: {why}" for k, why in bad_joints.items()]
+    if bad_gripper:
+        problems.append(f"gripper reading dropped: {bad_gripper}")
+    return state.model_copy(update={
+        "objects": {k: e for k, e in state.objects.items() if k not in bad},
+        "joints": {k: j for k, j in state.joints.items() if k not in bad_joints},
+        "gripper": None if bad_gripper else state.gripper,
+    }), problems
 
 
 class WorldState(_Model):
     """One world state at time `t` (seconds)."""
 
-    t: Finite
+    t: float  # world time (s); a state without a finite one is no evidence at all
     objects: dict[str, EntityState] = Field(default_factory=dict)
     joints: dict[str, JointState] = Field(default_factory=dict)
     devices: dict[str, DeviceState] = Field(default_factory=dict)
     gripper: GripperState | None = None
     contacts: list[tuple[str, str]] = Field(default_factory=list)
     facts: dict[str, bool] = Field(default_factory=dict)
+
+    @field_validator("t")
+    @classmethod
+    def _rules(cls, v: float) -> float:
+        _checked(finite_problem, [v])
+        return v
 
     def to_record(self) -> dict[str, Any]:
         """The spec's JSON record; optional fields that were not given are left out."""
