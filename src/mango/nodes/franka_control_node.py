@@ -35,10 +35,8 @@ from sensor_msgs.msg import JointState
 from mango.control import (
     ArmController,
     ChunkGoal,
-    GoalRejected,
     GoalStatus,
     JointStateReader,
-    MotionCommand,
     load_robot,
     make_kinematics,
 )
@@ -46,16 +44,10 @@ from mango.control.backends import ControlBackend, FrankaRos2Backend, FrankaSett
 from mango.errors import InputError
 from mango.nodes.common import run_node
 from mango.nodes.franka_actions import FrankaActions
+from mango.ros.motion_msg import command_from_msg
+from mango.ros.trajectory_msg import point_positions, point_times
 from mango_ros.action import ExecuteChunk, ExecuteMotion
-from mango_ros.msg import MotionCommand as MotionCommandMsg
 from mango_ros.srv import Halt
-
-_KIND_OF_TYPE = {
-    MotionCommandMsg.MOVE: "move", MotionCommandMsg.ROTATE: "rotate",
-    MotionCommandMsg.GRIPPER_OPEN: "gripper_open", MotionCommandMsg.GRIPPER_CLOSE: "gripper_close",
-    MotionCommandMsg.GRIPPER_WIDTH: "gripper_width", MotionCommandMsg.WAIT: "wait",
-    MotionCommandMsg.HOME: "home",
-}
 
 
 def _sim_backend(node: FrankaControlNode, period: float) -> ControlBackend:
@@ -156,10 +148,8 @@ class FrankaControlNode(Node):
         run = goals.begin(goal_handle)
         try:
             traj = goal_handle.request.trajectory
-            goal = ChunkGoal(
-                traj.joint_names,
-                [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in traj.points],
-                [list(p.positions) for p in traj.points], goal_handle.request.gripper_widths)
+            goal = ChunkGoal(traj.joint_names, point_times(traj), point_positions(traj),
+                             goal_handle.request.gripper_widths)
 
             def feedback(i: int, err: float) -> None:
                 goal_handle.publish_feedback(ExecuteChunk.Feedback(point_index=i, joint_error=err))
@@ -202,18 +192,6 @@ def _pose_msg(p: np.ndarray, quat: np.ndarray) -> Pose:
     return Pose(position=Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
                 orientation=Quaternion(w=float(quat[0]), x=float(quat[1]),
                                        y=float(quat[2]), z=float(quat[3])))
-
-
-def command_from_msg(index: int, msg: MotionCommandMsg) -> MotionCommand:
-    """The core command for a message; an unknown type rejects the goal."""
-    kind = _KIND_OF_TYPE.get(msg.type)
-    if kind is None:
-        raise GoalRejected(f"command {index}: unknown type {msg.type}")
-    return MotionCommand(
-        kind=kind,  # type: ignore[arg-type]
-        direction=(msg.direction.x, msg.direction.y, msg.direction.z),
-        distance_mm=msg.distance_mm, axis=(msg.axis.x, msg.axis.y, msg.axis.z),
-        angle_deg=msg.angle_deg, width=msg.width, duration=msg.duration)
 
 
 def main(args: list[str] | None = None) -> None:
