@@ -1,6 +1,10 @@
 """Robot control core (no ROS): robot limits as data, goal validation, trajectories,
-mid-level motion planning through IK."""
+mid-level motion planning through IK, the measured joint state, goal bookkeeping and the arm
+controller that runs goals on a backend (`mango.control.backends`)."""
 
+from mango.control.controller import ArmController, ChunkGoal, ChunkResult, MotionResult
+from mango.control.goals import GoalRun, GoalSlot, GoalStatus, Outcome
+from mango.control.joint_state import JointStateReader, Measured
 from mango.control.kinematics import (
     FR3Kinematics,
     Kinematics,
@@ -15,12 +19,22 @@ from mango.control.validation import GoalRejected, check_workspace, validate_tra
 
 __all__ = [
     "MOTION_KINDS",
+    "ArmController",
+    "ChunkGoal",
+    "ChunkResult",
     "FR3Kinematics",
     "GoalRejected",
+    "GoalRun",
+    "GoalSlot",
+    "GoalStatus",
+    "JointStateReader",
     "JointTrajectory",
     "Kinematics",
+    "Measured",
     "MotionCommand",
     "MotionPlanner",
+    "MotionResult",
+    "Outcome",
     "PlannedMotion",
     "RobotConfig",
     "SimKinematics",

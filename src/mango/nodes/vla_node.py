@@ -19,14 +19,12 @@ import time
 from typing import Any
 
 import numpy as np
-from builtin_interfaces.msg import Duration
 from pydantic import ValidationError
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from mango.bags.world_state_cdr import decode_world_state
 from mango.control import chunk_to_trajectory, load_robot, make_kinematics
@@ -34,6 +32,7 @@ from mango.errors import InputError, from_validation_error
 from mango.nodes.common import run_node
 from mango.policy import Observation, PolicyConfig, PolicyError, make_policy
 from mango.ros.images import image_to_numpy
+from mango.ros.trajectory_msg import chunk_goal
 from mango_ros.action import ExecuteChunk, RunPolicy
 from mango_ros.msg import WorldState as WorldStateMsg
 
@@ -141,16 +140,8 @@ class VlaNode(Node):
     # ------------------------------------------------------------------ RunPolicy
 
     def _chunk_goal(self, chunk: np.ndarray, start_q: np.ndarray) -> ExecuteChunk.Goal:
-        traj = chunk_to_trajectory(chunk, self.rate, self.robot.joint_names, start_q,
-                                   self.robot.vmax)
-        goal = ExecuteChunk.Goal()
-        goal.trajectory = JointTrajectory(joint_names=list(traj.joint_names))
-        for t, q in zip(traj.times, traj.positions, strict=True):
-            sec, nsec = divmod(round(t * 1e9), 10**9)
-            goal.trajectory.points.append(JointTrajectoryPoint(
-                positions=q.tolist(), time_from_start=Duration(sec=sec, nanosec=nsec)))
-        goal.gripper_widths = traj.gripper.tolist() if traj.gripper is not None else []
-        return goal
+        return chunk_goal(chunk_to_trajectory(chunk, self.rate, self.robot.joint_names, start_q,
+                                              self.robot.vmax))
 
     def _wait(self, future: Any, gh: Any, inflight: Any = None, timeout: float = 120.0) -> bool:
         """Wait for a future; a cancel of the RunPolicy goal cancels the chunk in flight."""

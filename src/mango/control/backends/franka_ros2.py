@@ -1,0 +1,233 @@
+"""The `franka_ros2` backend: FollowJointTrajectory for the arm, the franka gripper's
+`move`/`grasp` actions for the hand.
+
+The logic lives here (what goal to send, when to move the gripper, what a result means); the
+node supplies a `FrankaTransport` that turns the plain goals below into action messages, so
+this module needs neither rclpy nor control_msgs/franka_msgs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeVar
+
+from mango.control.goals import GoalRun, Outcome
+from mango.control.joint_state import JointStateReader, Measured
+from mango.control.robot import RobotConfig
+from mango.control.tracking import PointFeedback, PointTracker
+from mango.control.trajectory import JointTrajectory
+
+T_co = TypeVar("T_co", covariant=True)
+GripperKind = Literal["move", "grasp"]
+GRIPPER_TOL = 0.005  # m: a width change smaller than this sends no gripper goal
+GOAL_TIME_TOLERANCE = (0, 500_000_000)  # (sec, nanosec) the controller may end late
+FJT_CODES = {0: "SUCCESSFUL", -1: "INVALID_GOAL", -2: "INVALID_JOINTS",
+             -3: "OLD_HEADER_TIMESTAMP", -4: "PATH_TOLERANCE_VIOLATED",
+             -5: "GOAL_TOLERANCE_VIOLATED"}
+
+
+@dataclass(frozen=True)
+class TrajectoryPoint:
+    positions: tuple[float, ...]
+    sec: int
+    nanosec: int
+
+
+@dataclass(frozen=True)
+class TrajectoryGoal:
+    """The fields of a FollowJointTrajectory goal, as plain data."""
+
+    joint_names: tuple[str, ...]
+    points: tuple[TrajectoryPoint, ...]
+    goal_time_tolerance: tuple[int, int] = GOAL_TIME_TOLERANCE
+
+    @classmethod
+    def from_trajectory(cls, traj: JointTrajectory) -> TrajectoryGoal:
+        points = []
+        for t, q in zip(traj.times, traj.positions, strict=True):
+            sec = int(t)
+            points.append(TrajectoryPoint(tuple(q.tolist()), sec, int((t - sec) * 1e9)))
+        return cls(tuple(traj.joint_names), tuple(points))
+
+
+@dataclass(frozen=True)
+class GripperCommand:
+    """A franka gripper goal: `move` to a width, or `grasp` whatever lies in
+    [width - epsilon_inner, width + epsilon_outer] with `force`."""
+
+    kind: GripperKind
+    width: float
+    speed: float
+    force: float = 0.0
+    epsilon_inner: float = 0.0
+    epsilon_outer: float = 0.0
+
+
+@dataclass(frozen=True)
+class ArmResult:
+    error_code: int
+    error_string: str
+
+
+@dataclass(frozen=True)
+class GripperResult:
+    success: bool
+    error: str
+
+
+class Pending(Protocol[T_co]):
+    """A future: `result()` is valid once `done()`."""
+
+    def done(self) -> bool: ...
+
+    def result(self) -> T_co: ...
+
+
+class SentGoal(Protocol[T_co]):
+    """A goal the action server answered: accepted or not, its result, a cancel."""
+
+    @property
+    def accepted(self) -> bool: ...
+
+    def result(self) -> Pending[T_co]: ...
+
+    def cancel(self) -> None: ...
+
+
+class FrankaTransport(Protocol):
+    """The action clients, as the node implements them."""
+
+    def wait_for_arm(self, timeout: float) -> bool: ...
+
+    def send_arm_goal(self, goal: TrajectoryGoal) -> Pending[SentGoal[ArmResult]]: ...
+
+    def wait_for_gripper(self, kind: GripperKind, timeout: float) -> bool: ...
+
+    def send_gripper_goal(self, command: GripperCommand) -> Pending[SentGoal[GripperResult]]: ...
+
+
+@dataclass(frozen=True)
+class FrankaSettings:
+    arm_action: str  # names, for the messages
+    gripper_namespace: str
+    grasp_force: float
+    gripper_speed: float
+    server_timeout: float  # s to wait for a server, an answer or a gripper result
+
+
+class FrankaRos2Backend:
+    """Sends each trajectory as one FollowJointTrajectory goal and the gripper widths it
+    passes through as move (opening) or grasp (closing) goals at their points' times."""
+
+    def __init__(self, robot: RobotConfig, period: float, reader: JointStateReader,
+                 transport: FrankaTransport, settings: FrankaSettings) -> None:
+        self.robot, self.period, self.reader = robot, period, reader
+        self.transport, self.settings = transport, settings
+        self._active_arm: SentGoal[ArmResult] | None = None
+        self._lock = threading.Lock()
+        self._last_width: float | None = None
+
+    def measured(self) -> Measured | None:
+        return self.reader.measured()
+
+    def hold(self) -> None:
+        # The joint trajectory controller holds position when its goal is cancelled.
+        with self._lock:
+            gh, self._active_arm = self._active_arm, None
+        if gh is not None:
+            gh.cancel()
+
+    @staticmethod
+    def _wait(future: Pending[object], run: GoalRun, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not future.done():
+            if run.stop.wait(0.002) or time.monotonic() > deadline:
+                return future.done()
+        return True
+
+    def gripper_command(self, width: float, closing: bool) -> GripperCommand:
+        """Closing grasps (any object between 0 and the width); opening moves."""
+        s = self.settings
+        if closing:
+            return GripperCommand("grasp", width, s.gripper_speed, s.grasp_force,
+                                  epsilon_inner=max(width, 0.005),
+                                  epsilon_outer=self.robot.gripper_max_width)
+        return GripperCommand("move", width, s.gripper_speed)
+
+    def execute(self, traj: JointTrajectory, run: GoalRun, on_point: PointFeedback) -> Outcome:
+        s, arm = self.settings, self.settings.arm_action
+        if not self.transport.wait_for_arm(s.server_timeout):
+            return Outcome(False, message=f"arm controller {arm} is not available")
+        sent = self.transport.send_arm_goal(TrajectoryGoal.from_trajectory(traj))
+        if not self._wait(sent, run, s.server_timeout):
+            if run.stop.is_set():
+                return Outcome(False, True, run.reason)
+            return Outcome(False, message=f"arm controller {arm} did not answer")
+        gh = sent.result()
+        if not gh.accepted:
+            return Outcome(False, message=f"arm controller {arm} rejected the trajectory")
+        with self._lock:
+            self._active_arm = gh
+        result = gh.result()
+        tracker = PointTracker(traj, self.reader.measured, on_point)
+        grip_calls: list[tuple[GripperCommand, Pending[SentGoal[GripperResult]]]] = []
+        t0 = time.monotonic()
+        k_grip = 0
+        width = self._last_width
+        if width is None:
+            m = self.reader.measured()
+            width = m.width if m is not None and m.width is not None else None
+        while not result.done():
+            t = time.monotonic() - t0
+            tracker.update(t)
+            while traj.gripper is not None and k_grip <= traj.point_index(t):
+                target = float(traj.gripper[k_grip])
+                k_grip += 1
+                if width is None or abs(target - width) > GRIPPER_TOL:
+                    cmd = self.gripper_command(target, width is not None and target < width)
+                    if not self.transport.wait_for_gripper(cmd.kind, s.server_timeout):
+                        self.hold()
+                        return Outcome(False, message=f"gripper action {s.gripper_namespace}/"
+                                       f"{cmd.kind} is not available",
+                                       points_executed=tracker.done)
+                    grip_calls.append((cmd, self.transport.send_gripper_goal(cmd)))
+                    width = target
+            if run.stop.wait(self.period):
+                self.hold()
+                return Outcome(False, True, run.reason, tracker.done, tracker.max_error)
+        with self._lock:
+            self._active_arm = None
+        self._last_width = width
+        res = result.result()
+        tracker.update(traj.duration + 1.0)
+        if res.error_code != 0:
+            name = FJT_CODES.get(res.error_code, str(res.error_code))
+            detail = f": {res.error_string}" if res.error_string else ""
+            return Outcome(False, message=f"arm controller failed with {name}{detail}",
+                           points_executed=tracker.done, max_error=tracker.max_error)
+        for cmd, fut in grip_calls:
+            outcome = self._gripper_outcome(cmd, fut, run)
+            if outcome is not None:
+                outcome.points_executed, outcome.max_error = tracker.done, tracker.max_error
+                return outcome
+        return Outcome(True, points_executed=len(traj), max_error=tracker.max_error)
+
+    def _gripper_outcome(self, cmd: GripperCommand, sent: Pending[SentGoal[GripperResult]],
+                         run: GoalRun) -> Outcome | None:
+        """None when the gripper goal succeeded; otherwise the failure, named."""
+        ns, timeout = self.settings.gripper_namespace, self.settings.server_timeout
+        what = f"gripper {cmd.kind} to {cmd.width:.3f} m"
+        if not self._wait(sent, run, timeout):
+            return Outcome(False, message=f"{what}: no answer from {ns}/{cmd.kind}")
+        gh = sent.result()
+        if not gh.accepted:
+            return Outcome(False, message=f"{what} was rejected by {ns}/{cmd.kind}")
+        res = gh.result()
+        if not self._wait(res, run, timeout + 5.0):
+            return Outcome(False, message=f"{what}: no result")
+        r = res.result()
+        if not r.success:
+            return Outcome(False, message=f"{what} failed: {r.error or 'no reason given'}")
+        return None

@@ -1,0 +1,78 @@
+"""The `sim` backend: interpolated position targets streamed to sim_node at the control rate.
+
+Trajectory time follows the simulator's clock (`mango.control.clock`), so a simulator that
+lags real time still sees each trajectory at its own speed. Joint states that stop coming for
+`STALE_AFTER` s of wall time, or whose time goes back (a reset), end the goal.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from mango.control.clock import SimClock
+from mango.control.goals import GoalRun, Outcome
+from mango.control.joint_state import STALE_AFTER, JointStateReader, Measured
+from mango.control.robot import RobotConfig
+from mango.control.tracking import PointFeedback, PointTracker
+from mango.control.trajectory import JointTrajectory
+
+GRIPPER = "gripper"  # sim_node's name for the gripper width in a joint command
+JointCommandSink = Callable[[Sequence[str], Sequence[float]], None]  # (names, positions)
+
+
+class SimBackend:
+    """Streams targets through `send` (sim_node's `joint_command`) every `period` s."""
+
+    def __init__(self, robot: RobotConfig, period: float, reader: JointStateReader,
+                 send: JointCommandSink) -> None:
+        self.robot, self.period, self.reader, self.send = robot, period, reader, send
+        self._names = [*robot.joint_names, GRIPPER]
+
+    def measured(self) -> Measured | None:
+        return self.reader.measured()
+
+    def _send(self, q: np.ndarray, width: float | None) -> None:
+        if width is None:
+            self.send(list(self.robot.joint_names), q.tolist())
+        else:
+            self.send(self._names, [*q.tolist(), float(width)])
+
+    def hold(self) -> None:
+        m = self.reader.measured()
+        if m is not None:
+            self._send(m.q, None)
+
+    def execute(self, traj: JointTrajectory, run: GoalRun, on_point: PointFeedback) -> Outcome:
+        start = self.reader.measured()
+        assert start is not None
+        tracker = PointTracker(traj, self.reader.measured, on_point)
+        tick = time.monotonic()
+        clock = SimClock(start, tick, self.period)
+        t = clock.t
+        while True:
+            q, w = traj.sample(t, start.q, start.width)
+            self._send(q, w)
+            tracker.update(t)
+            if t >= traj.duration:
+                return Outcome(True, points_executed=len(traj), max_error=tracker.max_error)
+            tick += self.period
+            if run.stop.wait(max(0.0, tick - time.monotonic())):
+                self.hold()
+                return Outcome(False, True, run.reason, tracker.done, tracker.max_error)
+            m = self.reader.measured()
+            assert m is not None
+            if m.stamp < start.stamp:
+                return self._fail("the simulation restarted (joint state time went back) "
+                                  "during the motion", tracker)
+            if time.monotonic() - m.t > STALE_AFTER:
+                return self._fail(f"no joint state for {STALE_AFTER:g} s: the simulation "
+                                  "stopped", tracker)
+            t = clock.advance(m, time.monotonic())
+
+    def _fail(self, message: str, tracker: PointTracker) -> Outcome:
+        self.hold()
+        return Outcome(False, message=message, points_executed=tracker.done,
+                       max_error=tracker.max_error)

@@ -1,0 +1,95 @@
+"""The franka_ros2 backend's logic against a stand-in controller and gripper at its transport:
+the goal it sends, when it moves or grasps, and what each failure reads as."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from support.arm import FakeFrankaTransport
+
+from mango.control import GoalRun, JointStateReader, JointTrajectory, load_robot
+from mango.control.backends import FrankaRos2Backend, FrankaSettings
+from mango.control.backends.franka_ros2 import TrajectoryGoal
+
+ROBOT = load_robot("fr3")
+SETTINGS = FrankaSettings("/fr3_arm_controller/follow_joint_trajectory", "/franka_gripper",
+                          20.0, 0.1, 1.0)
+
+
+def _rig(**kw: object) -> tuple[FakeFrankaTransport, FrankaRos2Backend]:
+    reader = JointStateReader(ROBOT.joint_names)
+    fake = FakeFrankaTransport(ROBOT, reader, **kw)  # type: ignore[arg-type]
+    return fake, FrankaRos2Backend(ROBOT, 0.01, reader, fake, SETTINGS)
+
+
+def _traj(q0: np.ndarray, deltas: list[float], widths: list[float] | None = None,
+          rate: float = 15.0) -> JointTrajectory:
+    times = np.arange(1, len(deltas) + 1) / rate
+    pos = np.array([q0 + np.eye(7)[0] * d for d in deltas])
+    return JointTrajectory(ROBOT.joint_names, times, pos,
+                           None if widths is None else np.asarray(widths, float))
+
+
+def test_trajectory_goal_fields() -> None:
+    traj = _traj(np.asarray(ROBOT.home), [0.1, 0.2, 0.3], rate=2.0)
+    goal = TrajectoryGoal.from_trajectory(traj)
+    assert goal.joint_names == ROBOT.joint_names
+    assert [(p.sec, p.nanosec) for p in goal.points] == [(0, 500_000_000), (1, 0),
+                                                         (1, 500_000_000)]
+    assert goal.points[2].positions[0] == pytest.approx(ROBOT.home[0] + 0.3)
+    assert goal.goal_time_tolerance == (0, 500_000_000)
+
+
+def test_closing_grasps_opening_moves_unchanged_sends_nothing() -> None:
+    fake, backend = _rig()
+    q0 = fake.q.copy()
+    out = backend.execute(_traj(q0, [0.02, 0.04, 0.06, 0.08], [0.08, 0.08, 0.02, 0.02]),
+                          GoalRun(None), lambda *_: None)
+    assert out.ok, out.message
+    assert out.points_executed == 4 and out.max_error < 0.05
+    (grasp,) = fake.gripper_goals
+    assert (grasp.kind, grasp.width, grasp.force) == ("grasp", 0.02, 20.0)
+    assert grasp.epsilon_inner == 0.02 and grasp.epsilon_outer == pytest.approx(0.08)
+    fake.gripper_goals.clear()
+    out = backend.execute(_traj(fake.q.copy(), [0.0, 0.0], [0.08, 0.08]), GoalRun(None),
+                          lambda *_: None)
+    assert out.ok, out.message
+    assert [(g.kind, g.width, g.speed) for g in fake.gripper_goals] == [("move", 0.08, 0.1)]
+
+
+@pytest.mark.parametrize(("mode", "message"), [
+    ("path_error", "arm controller failed with PATH_TOLERANCE_VIOLATED: fr3_joint2 path error "
+                   "0.21 > 0.1"),
+    ("reject", "arm controller /fr3_arm_controller/follow_joint_trajectory rejected the "
+               "trajectory"),
+    ("absent", "arm controller /fr3_arm_controller/follow_joint_trajectory is not available"),
+])
+def test_controller_failures_read_clearly(mode: str, message: str) -> None:
+    fake, backend = _rig(mode=mode)
+    out = backend.execute(_traj(fake.q.copy(), [0.01, 0.02, 0.03]), GoalRun(None),
+                          lambda *_: None)
+    assert not out.ok and not out.stopped
+    assert out.message == message
+
+
+def test_grasp_failure_reads_clearly() -> None:
+    fake, backend = _rig(grasp_ok=False)
+    out = backend.execute(_traj(fake.q.copy(), [0.0, 0.0], [0.0, 0.0]), GoalRun(None),
+                          lambda *_: None)
+    assert not out.ok
+    assert out.message == ("gripper grasp to 0.000 m failed: object not grasped: width "
+                           "outside epsilon")
+    assert out.points_executed == 2
+
+
+def test_stop_cancels_the_controller_goal() -> None:
+    fake, backend = _rig(mode="hang")
+    run = GoalRun(None)
+    threading.Timer(0.2, run.halt, args=("cancelled",)).start()
+    out = backend.execute(_traj(fake.q.copy(), [0.01, 0.02]), run, lambda *_: None)
+    assert out.stopped and out.message == "cancelled"
+    assert fake.cancels == 1
+    backend.hold()  # nothing left to cancel
+    assert fake.cancels == 1

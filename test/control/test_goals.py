@@ -1,0 +1,72 @@
+"""Goal bookkeeping: one goal at a time, a new one preempts, cancel names its goal, and every
+goal ends with exactly one terminal status."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from mango.control import GoalRun, GoalSlot, GoalStatus
+
+
+def test_first_reason_wins_and_names_the_status() -> None:
+    run = GoalRun(object())
+    run.halt("preempted by a new goal")
+    run.halt("cancelled")
+    assert run.stop.is_set() and run.reason == "preempted by a new goal"
+    assert run.stop_status is GoalStatus.PREEMPTED
+    other = GoalRun(object())
+    other.halt("halted by the halt service")
+    assert other.stop_status is GoalStatus.CANCELLED
+
+
+def test_cancel_applies_to_the_active_goal_only() -> None:
+    slot = GoalSlot()
+    a, b = object(), object()
+    run = slot.begin(a)
+    slot.cancel(b, at_boundary=False)
+    assert not run.stop.is_set()
+    slot.cancel(a, at_boundary=True)
+    assert run.cancel_at_boundary and not run.stop.is_set()
+    slot.cancel(a, at_boundary=False)
+    assert run.stop.is_set() and run.reason == "cancelled"
+    slot.end(run)
+    assert slot.active() is None
+
+
+def test_every_goal_gets_one_terminal_status_under_preemption() -> None:
+    """Goals arrive while others run: each one that ran to its end succeeded, every earlier
+    one was preempted, none ran alongside another."""
+    slot = GoalSlot()
+    statuses: dict[int, list[GoalStatus]] = {}
+    running = 0
+    overlap = False
+    lock = threading.Lock()
+
+    def goal(i: int) -> None:
+        nonlocal running, overlap
+        run = slot.begin(i)
+        try:
+            with lock:
+                running += 1
+                overlap |= running > 1
+            stopped = run.stop.wait(0.05)  # the "motion"
+            with lock:
+                running -= 1
+            status = run.stop_status if stopped else GoalStatus.SUCCEEDED
+            statuses.setdefault(i, []).append(status)
+        finally:
+            slot.end(run)
+
+    threads = [threading.Thread(target=goal, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+        time.sleep(0.01)
+    for t in threads:
+        t.join(timeout=10)
+    assert not overlap
+    assert sorted(statuses) == list(range(12))
+    assert all(len(s) == 1 for s in statuses.values())
+    assert set(s for (s,) in statuses.values()) <= {GoalStatus.SUCCEEDED, GoalStatus.PREEMPTED}
+    assert statuses[11] == [GoalStatus.SUCCEEDED]  # the last one is never preempted
+    assert slot.active() is None

@@ -1,0 +1,94 @@
+"""The sim backend against a stand-in simulator at its joint-command port: targets follow the
+simulator's time, a stop holds at once, stalled or restarted joint states end the goal."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from support.arm import FakeSim
+
+from mango.control import GoalRun, JointStateReader, JointTrajectory, load_robot
+from mango.control.backends import SimBackend
+
+ROBOT = load_robot("sim_fr3")
+PERIOD = 0.005
+
+
+def _ramp(delta: float, duration: float, q0: np.ndarray, n: int = 10,
+          widths: bool = False) -> JointTrajectory:
+    times = np.linspace(duration / n, duration, n)
+    pos = np.array([q0 + np.eye(7)[0] * delta * (k + 1) / n for k in range(n)])
+    return JointTrajectory(ROBOT.joint_names, times, pos,
+                           np.linspace(0.08, 0.02, n) if widths else None)
+
+
+def _rig(**kw: float) -> tuple[FakeSim, SimBackend]:
+    reader = JointStateReader(ROBOT.joint_names)
+    sim = FakeSim(ROBOT, reader, period=PERIOD, sim_step=kw.get("sim_step", PERIOD))
+    return sim, SimBackend(ROBOT, PERIOD, reader, sim.send)
+
+
+def test_streams_the_trajectory_and_reports_every_point() -> None:
+    sim, backend = _rig()
+    with sim.running_thread():
+        q0 = sim.q.copy()
+        seen: list[int] = []
+        out = backend.execute(_ramp(0.1, 0.2, q0, widths=True), GoalRun(None),
+                              lambda i, _e: seen.append(i))
+    assert out.ok and not out.stopped
+    assert out.points_executed == 10 and seen == list(range(10))
+    assert out.max_error < 0.05
+    names, last = sim.commands[-1]
+    assert names == [*ROBOT.joint_names, "gripper"]
+    assert last[0] == pytest.approx(q0[0] + 0.1) and last[7] == pytest.approx(0.02)
+
+
+def test_a_slow_simulator_sees_the_trajectory_at_its_own_speed() -> None:
+    sim, backend = _rig(sim_step=PERIOD / 2)
+    with sim.running_thread():
+        t0 = time.monotonic()
+        out = backend.execute(_ramp(0.1, 0.3, sim.q.copy()), GoalRun(None), lambda *_: None)
+        wall = time.monotonic() - t0
+    assert out.ok
+    assert wall > 0.5  # 0.3 s of simulator time is 0.6 s of wall time
+
+
+def test_stop_holds_the_measured_position_with_the_reason() -> None:
+    sim, backend = _rig()
+    run = GoalRun(None)
+    with sim.running_thread():
+        threading.Timer(0.1, run.halt, args=("cancelled",)).start()
+        out = backend.execute(_ramp(0.2, 2.0, sim.q.copy(), n=30), run, lambda *_: None)
+    assert out.stopped and not out.ok and out.message == "cancelled"
+    assert 0 < out.points_executed < 30
+    names, hold = sim.commands[-1]
+    assert names == list(ROBOT.joint_names) and len(hold) == 7
+
+
+def test_stalled_joint_states_end_the_goal() -> None:
+    sim, backend = _rig()
+    with sim.running_thread():
+        def stall() -> None:
+            sim.running = False
+
+        threading.Timer(0.1, stall).start()
+        out = backend.execute(_ramp(0.1, 4.0, sim.q.copy(), n=40), GoalRun(None),
+                              lambda *_: None)
+    assert not out.ok and not out.stopped
+    assert out.message == "no joint state for 2 s: the simulation stopped"
+
+
+def test_simulator_time_going_back_ends_the_goal() -> None:
+    sim, backend = _rig()
+    with sim.running_thread():
+        def reset() -> None:
+            sim.t -= 50.0
+
+        threading.Timer(0.1, reset).start()
+        out = backend.execute(_ramp(0.1, 2.0, sim.q.copy(), n=20), GoalRun(None),
+                              lambda *_: None)
+    assert not out.ok
+    assert "the simulation restarted" in out.message
