@@ -65,3 +65,31 @@ def from_validation_error(
     if more:
         msg += f" (and {more} more problem{'s' if more > 1 else ''})"
     return InputError(msg, file=file, line=line, field=path or None)
+
+
+class ProblemLog:
+    """Says each distinct problem of a stream once, then again at most every `every` seconds
+    with how often it recurred: a broken stream is loud once, not on every message."""
+
+    def __init__(self, every: float = 10.0) -> None:
+        self.every = every
+        self.counts: dict[str, int] = {}
+        self._said: dict[str, tuple[float, int]] = {}  # key -> (when, count) last said
+
+    def note(self, text: str, now: float, key: str | None = None) -> str | None:
+        """Count a problem (`key` groups texts that differ only in details such as a time);
+        returns the line to log now, or None."""
+        key = key or text
+        n = self.counts[key] = self.counts.get(key, 0) + 1
+        said = self._said.get(key)
+        if said is None:
+            self._said[key] = (now, n)
+            return text
+        if now - said[0] >= self.every:
+            self._said[key] = (now, n)
+            return f"{text} ({n - said[1]} more since it was last reported)"
+        return None
+
+    def summary(self) -> list[str]:
+        """One line per distinct problem with its count, first seen first."""
+        return [f"{n}x {key}" for key, n in self.counts.items()]

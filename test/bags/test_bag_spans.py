@@ -15,7 +15,6 @@ from mango.bags import BagReader, BagWriter
 from mango.bags.judge import judge_bag
 from mango.errors import InputError
 from mango.oracle import StepTracker
-from mango.oracle.predicates import EvaluationError
 from mango.ros.world_state_msg import record_to_msg
 
 TYPE = "mango_ros/msg/WorldState"
@@ -153,13 +152,25 @@ def test_parallel_judge_reports_a_bad_message_like_sequential(tmp_path: Path) ->
     assert "/world_state message 66" in _same_error(bag, InputError)
 
 
-def test_parallel_judge_reports_an_evaluation_error_like_sequential(tmp_path: Path) -> None:
+def test_a_state_that_cannot_be_evaluated_is_skipped_and_said_like_the_node(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The oracle node skips a state it cannot evaluate and says why once; a replay of the
+    same bag does exactly that, in one process or two."""
     states = _episode(80, 20, None)
-    states[70] = (7.0, serialize_message(record_to_msg({"t": 7.0})))  # the soup vanished
+    gone = serialize_message(record_to_msg({"t": 7.0}))  # the soup vanished
+    states[70] = (7.0, gone)
     bag = tmp_path / "gone"
     _write(bag, states)
-    text = _same_error(bag, EvaluationError)
-    assert "t=7.0" in text and "soup" in text
+    reference = tmp_path / "without"
+    _write(reference, states[:70] + states[71:])
+    expected = _judge(reference, 1)
+    for jobs in (1, 2):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="mango.bags"):
+            assert _judge(bag, jobs) == expected
+        said = [r.getMessage() for r in caplog.records]
+        assert len(said) == 1 and "state skipped" in said[0], said
+        assert "t=7.0" in said[0] and "soup" in said[0]
 
 
 def test_parallel_judge_of_an_empty_topic_is_a_clear_error(tmp_path: Path) -> None:
@@ -190,3 +201,51 @@ def test_a_dead_worker_falls_back_to_one_process(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(bag_judge, "_worker", lambda *_args: os._exit(3))
     assert _judge(bag, 2) == _judge(bag, 1)
     assert "judging in one process" in caplog.text
+
+
+def test_hostile_values_in_a_bag_are_dropped_alike_in_one_process_or_two(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """NaN poses and ids given twice: the replay skips those states as the node does (judged
+    without the table, the soup on it would count as lifted), says so once per problem, and
+    judges the rest exactly like the recording without them."""
+    import math
+
+    from rclpy.serialization import deserialize_message
+
+    from mango_ros.msg import ObjectState, WorldState
+
+    clean = _episode(120, 20, 100)
+    hostile = []
+    for k, (t, data) in enumerate(clean):
+        hostile.append((t, data))
+        if k % 3 == 0:
+            msg = deserialize_message(data, WorldState)
+            if k % 2:
+                msg.objects.append(ObjectState(id="ghost"))
+                msg.objects[-1].pose.position.z = math.nan
+            else:
+                msg.objects.append(next(o for o in msg.objects if o.id == "table"))
+            msg.objects[0].pose.position.z = 5.0  # what a reader must not believe
+            hostile.append((t, serialize_message(msg)))
+    _write(tmp_path / "clean", clean)
+    _write(tmp_path / "hostile", hostile)
+    expected = _judge(tmp_path / "clean", 1)
+    for jobs in (1, 2):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="mango.bags"):
+            assert _judge(tmp_path / "hostile", jobs) == expected
+        said = [r.getMessage().split(": ", 1)[1] for r in caplog.records]
+        # each problem said once, then again after 10 s of world time with its count
+        assert said[:2] == [
+            "state skipped: object 'table': its id occurs 2 times",
+            "state skipped: object 'ghost': position [0.0, 0.0, nan] must be finite"], said
+        assert len(said) == 4 and all("more since it was last reported" in x for x in said[2:])
+    # the export (what `mango bag export` writes) leaves the same states out: checkable, and
+    # judged the same
+    from mango.bags.states import iter_episode
+    from mango.oracle import check_trace, read_trace
+    from mango.oracle.world_state import write_trace
+
+    trace = tmp_path / "hostile.jsonl"
+    write_trace(trace, iter_episode(tmp_path / "hostile"))
+    assert check_trace(ORACLE, read_trace(trace)).to_json() == expected

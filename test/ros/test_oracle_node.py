@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import time
 from pathlib import Path
 
 import pytest
@@ -162,3 +164,79 @@ def test_late_joiner_receives_verdict_history(
     assert [(m.path, m.status, m.event) for m in late.steps] == [
         (m.path, m.status, m.event) for m in early.steps]
     assert late.tasks[-1].verdict == "pass"
+
+
+def test_hostile_messages_never_stop_the_node_judging(
+    ros_node: Node, processes: Processes, namespace: str
+) -> None:
+    """Seeded fuzz on the live path: garbage bytes, flipped bits, NaN and infinite poses, ids
+    given twice and joints whose open and closed positions coincide, interleaved with a
+    passing run. The node stays up, says what it dropped (each problem once, not per message)
+    and judges the run as `mango oracle check` judges the clean trace."""
+    import random
+
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from rclpy.serialization import serialize_message
+
+    from mango.bags.world_state_cdr import WorldStateDecoder
+    from mango.errors import InputError
+    from mango.ros.world_state_msg import record_to_msg
+    from mango_ros.msg import JointValue, ObjectState
+    from mango_ros.msg import WorldState as WorldStateMsg
+
+    oracle = ORACLES / "libero10_stove_moka.json"
+    trace = TRACES / "stove_moka_pass.jsonl"
+    proc = processes.start("oracle_node", "mango.nodes.oracle_node", "-r", f"__ns:={namespace}",
+                           "-p", f"world_state_topic:={namespace}/world_state",
+                           "-p", f"oracle_file:={oracle}")
+    listener = Listener(ros_node, namespace)
+    pub = ros_node.create_publisher(WorldStateMsg, f"{namespace}/world_state",
+                                    QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+    wait_for(lambda: pub.get_subscription_count() >= 1, 30, "the oracle node subscribing")
+    wait_for(lambda: listener.steps, 30, "the plan announcement")
+    rng = random.Random(7)
+    sent = {"garbage": 0, "bit_flips": 0, "hostile_values": 0}
+    for record in (json.loads(line) for line in trace.read_text().splitlines()):
+        msg = record_to_msg(record)
+        clean = serialize_message(msg)
+        kind = rng.choice(["clean", "garbage", "bit_flips", "hostile_values"])
+        if kind == "garbage":
+            junk = bytes(rng.randrange(256) for _ in range(rng.randint(0, 64)))
+        if kind in ("garbage", "bit_flips"):
+            # Only what cannot be read: a flip that still decodes is a different, plausible
+            # state, which no reader can tell from a real one.
+            for _ in range(50):
+                if kind == "bit_flips":
+                    flipped = bytearray(clean)
+                    for _ in range(rng.randint(1, 4)):
+                        flipped[rng.randrange(len(flipped))] ^= 1 << rng.randrange(8)
+                    junk = bytes(flipped)
+                try:
+                    WorldStateDecoder().decode(junk)
+                except InputError:
+                    pub.publish(junk)
+                    break
+            else:
+                kind = "clean"
+        if kind == "hostile_values":
+            msg.objects.append(ObjectState(id="ghost", kind="object"))
+            msg.objects[-1].pose.position.x = rng.choice([math.nan, math.inf, -math.inf])
+            msg.objects.append(msg.objects[0])  # the first object's id given twice
+            msg.objects[0].pose.position.z += 1.0  # which a reader must not believe
+            msg.joints.append(JointValue(id="lid", q=0.1, q_open=0.2, q_closed=0.2,
+                                         closed_frac=math.nan, open_frac=math.nan))
+            pub.publish(msg)
+        if kind != "clean":
+            sent[kind] += 1
+        pub.publish(record_to_msg(record))  # the run itself, intact
+        time.sleep(0.003)
+    call_service(ros_node, Trigger, f"{namespace}/oracle_node/finish", Trigger.Request())
+    verdict = wait_for(lambda: listener.tasks and listener.tasks[-1], 30, "task verdict")
+    assert proc.poll() is None, processes.log("oracle_node")
+    assert json.loads(verdict.report_json) == check_trace(oracle, read_trace(trace)).to_json()
+    log = processes.log("oracle_node")
+    assert "Traceback" not in log
+    assert min(sent.values()) > 5, sent
+    # each distinct problem said once, not once per hostile message
+    assert log.count("object 'ghost': position") <= 3  # inf, -inf, nan: three problems
+    assert log.count("joint 'lid': q_open and q_closed must differ") == 1

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from mango.bags.reader import BagReader
 from mango.bags.states import (
+    StreamProblems,
     iter_bag_world_states,
     iter_episode,
     no_messages,
@@ -53,6 +54,9 @@ class SpanResult:
     ts: array = field(default_factory=lambda: array("d"))
     values: bytearray = field(default_factory=bytearray)  # len(ts) rows of n_actions bytes
     errors: dict[int, str] = field(default_factory=dict)  # index in values -> why no value
+    # States skipped for breaking the validity rules: (index of the next kept state, time,
+    # problems), so they are reported in recording order.
+    invalid: list[tuple[int, float, list[str]]] = field(default_factory=list)
     # What stopped the span early: (index of the message in the span, message, whether the
     # index belongs in the text, as the sequential reader words a decoding error).
     failure: tuple[int, str, bool] | None = None
@@ -85,6 +89,9 @@ def evaluate_span(bag: str | Path, topic: str, tracker: StepTracker,
             except InputError as exc:
                 out.failure = (i, exc.message, True)
                 return out
+            if decoder.problems:
+                out.invalid.append((len(ts), state.t, decoder.problems))
+                continue
             row, row_errors = evaluate(state)
             if row_errors:
                 base = len(values)
@@ -131,7 +138,10 @@ def judge_parallel(bag: str | Path, topic: str, tracker: StepTracker, jobs: int)
             proc.start()
             child.close()
             workers.append((proc, parent))
-        count, last = track_states(tracker, iter_bag_world_states(bag, topic, spans[0]))
+        problems = StreamProblems(topic)
+        count, last = track_states(tracker, iter_bag_world_states(bag, topic, spans[0], problems),
+                                   problems=problems)
+        count += problems.invalid_count  # messages read, the skipped ones too
         results = []
         for proc, conn in workers:
             try:
@@ -150,11 +160,15 @@ def judge_parallel(bag: str | Path, topic: str, tracker: StepTracker, jobs: int)
     n = len(tracker.entries)
     for r in results:
         values, errors = r.values, r.errors
+        invalid = list(reversed(r.invalid))
         for j, t in enumerate(r.ts):
             if last is not None and t < last:
                 tracker.reset()
             last = t
             base = j * n
+            while invalid and invalid[-1][0] == j:
+                _, t_bad, why = invalid.pop()
+                problems.invalid(t_bad, why)
 
             def value_of(i: int, base: int = base, values: bytearray = values,
                          errors: dict[int, str] = errors) -> bool:
@@ -165,13 +179,18 @@ def judge_parallel(bag: str | Path, topic: str, tracker: StepTracker, jobs: int)
                     raise EvaluationError(why)
                 return False
 
-            tracker.update_values(t, value_of)
+            try:
+                tracker.update_values(t, value_of)
+            except EvaluationError as exc:
+                problems.unjudged(t, exc)
+        for _, t_bad, why in reversed(invalid):  # after the span's last kept state
+            problems.invalid(t_bad, why)
         if r.failure is not None:  # after the states before it, as a sequential pass would
             local, message, indexed = r.failure
             if indexed:
                 message = f"{topic} message {count + local + 1}: {message}"
             raise InputError(message, file=str(bag))
-        count += len(r.ts)
+        count += len(r.ts) + len(r.invalid)
     if count == 0:
         raise no_messages(bag, topic)
     return tracker.finish()
@@ -194,9 +213,10 @@ def judge_bag(bag: str | Path, tracker: StepTracker, topic: str = "/world_state"
             except WorkerFailed as exc:  # e.g. killed for memory: do it in one
                 log.warning("parallel replay failed (%s); judging in one process", exc)
                 tracker.reset()
+    problems = StreamProblems(topic)
     if episode is not None:
-        for state in iter_episode(bag, topic, episode):
-            tracker.update(state)
-        return tracker.finish()
-    track_states(tracker, iter_bag_world_states(bag, topic))
+        track_states(tracker, iter_episode(bag, topic, episode, problems), problems=problems)
+    else:
+        track_states(tracker, iter_bag_world_states(bag, topic, problems=problems),
+                     problems=problems)
     return tracker.finish()

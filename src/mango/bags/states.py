@@ -8,15 +8,19 @@ all its states in memory.
 
 from __future__ import annotations
 
+import logging
 import struct
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from mango.bags.reader import BagReader
 from mango.bags.world_state_cdr import WorldStateDecoder
-from mango.errors import InputError
+from mango.errors import InputError, ProblemLog
+from mango.oracle.predicates import EvaluationError
 from mango.oracle.tracker import StepTracker
 from mango.oracle.world_state import WorldState
+
+log = logging.getLogger(__name__)
 
 WORLD_STATE_TYPE = "mango_ros/msg/WorldState"
 _STAMP = struct.Struct("<iI")  # header.stamp right after the 4-byte CDR encapsulation
@@ -44,31 +48,73 @@ def no_messages(bag: str | Path, topic: str) -> InputError:
     return InputError(f"no messages on {topic} (topics in the bag: {topics})", file=str(bag))
 
 
-def _decoded(payloads: Iterator[bytes], bag: str | Path, topic: str) -> Iterator[WorldState]:
+class StreamProblems:
+    """What a bag's states could not be used for: logged as the oracle node logs it (each
+    distinct problem once, then every 10 s of world time), so a replay says what the live run
+    said, and skips what it skipped."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self.log = ProblemLog()
+        self.skipped = 0  # states not judged, for either reason
+        self.invalid_count = 0
+
+    def invalid(self, t: float, problems: list[str]) -> None:
+        """A state that breaks the validity rules (skipped)."""
+        self.skipped += 1
+        self.invalid_count += 1
+        for text in problems:
+            self._say(t, f"{self.topic} t={t:.3f}: state skipped: {text}", text)
+
+    def unjudged(self, t: float, exc: EvaluationError) -> None:
+        """A state the tracker could not evaluate (skipped)."""
+        self.skipped += 1
+        self._say(t, f"state skipped: {exc}", exc.key)
+
+    def _say(self, t: float, text: str, key: str | None) -> None:
+        line = self.log.note(text, t, key)
+        if line is not None:
+            log.warning(line)
+
+
+def _decoded(payloads: Iterator[bytes], bag: str | Path, topic: str,
+             problems: StreamProblems | None = None) -> Iterator[WorldState]:
+    """The valid states of the payloads; the others are reported and skipped."""
     decoder = WorldStateDecoder()
+    problems = problems or StreamProblems(topic)
     for i, data in enumerate(payloads):
         try:
-            yield decoder.decode(data)
+            state = decoder.decode(data)
         except InputError as exc:
             raise InputError(f"{topic} message {i + 1}: {exc.message}", file=str(bag)) from None
+        if decoder.problems:
+            problems.invalid(state.t, decoder.problems)
+        else:
+            yield state
 
 
 def iter_bag_world_states(bag: str | Path, topic: str = "/world_state",
-                          span: tuple[int, int] | None = None) -> Iterator[WorldState]:
+                          span: tuple[int, int] | None = None,
+                          problems: StreamProblems | None = None) -> Iterator[WorldState]:
     """Every world state recorded on `topic` (in `span`), in recording order (episodes
-    concatenated)."""
-    return _decoded(world_state_payloads(bag, topic, span), bag, topic)
+    concatenated); those that break the validity rules are reported to `problems`, skipped."""
+    return _decoded(world_state_payloads(bag, topic, span), bag, topic, problems)
 
 
 def track_states(tracker: StepTracker, states: Iterable[WorldState],
-                 last: float | None = None) -> tuple[int, float | None]:
+                 last: float | None = None, problems: StreamProblems | None = None
+                 ) -> tuple[int, float | None]:
     """Feed states to the tracker, restarting it where world time goes back (a new episode,
-    as in the oracle node); the number fed and the last time."""
+    as in the oracle node), skipping (and reporting) those it cannot evaluate, as the node
+    does; the number read and the last time."""
     n = 0
     for n, state in enumerate(states, start=1):  # noqa: B007
         if last is not None and state.t < last:
             tracker.reset()
-        tracker.update(state)
+        try:
+            tracker.update(state)
+        except EvaluationError as exc:
+            (problems or StreamProblems("")).unjudged(state.t, exc)
         last = state.t
     return n, last
 
@@ -89,9 +135,10 @@ def episode_starts(bag: str | Path, topic: str = "/world_state") -> tuple[list[i
     return starts, n
 
 
-def iter_episode(bag: str | Path, topic: str = "/world_state",
-                 episode: int | None = None) -> Iterator[WorldState]:
-    """The states of one episode (1-based; negative counts from the end; default the last)."""
+def iter_episode(bag: str | Path, topic: str = "/world_state", episode: int | None = None,
+                 problems: StreamProblems | None = None) -> Iterator[WorldState]:
+    """The states of one episode (1-based; negative counts from the end; default the last),
+    skipping (and reporting to `problems`) those that break the validity rules."""
     starts, n = episode_starts(bag, topic)
     index = -1 if episode is None else episode - 1 if episode > 0 else episode
     if episode == 0 or not -len(starts) <= index < len(starts):
@@ -106,7 +153,7 @@ def iter_episode(bag: str | Path, topic: str = "/world_state",
             if i >= first:
                 yield data
 
-    return _decoded(chosen(), bag, topic)
+    return _decoded(chosen(), bag, topic, problems)
 
 
 def bag_episode(bag: str | Path, topic: str = "/world_state",

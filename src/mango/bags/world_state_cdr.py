@@ -194,7 +194,9 @@ class WorldStateDecoder:
         # Per object index: its values in the previous state, the entity built from them and
         # why it is unusable (None when it is fine).
         self._objects: list[tuple[tuple[Any, ...], str, EntityState, str | None]] = []
-        self.problems: list[str] = []  # what the last decoded state lost (see `sanitize`)
+        # Why the last decoded state breaks the validity rules (oracle.world_state); what
+        # broke them is left out of the state, which its readers skip.
+        self.problems: list[str] = []
         # Per section (joints, devices, gripper, contacts, facts): previous values and result.
         self._sections: list[tuple[tuple[Any, ...], Any] | None] = [None] * 5
         self._tail: list[Any] = [None, None]  # all five sections' values, and the results
@@ -251,6 +253,7 @@ class WorldStateDecoder:
         n_cached = len(cache)
         objects: dict[str, EntityState] = {}
         problems: list[str] = []
+        invalid: set[str] = set()
         for k, b in enumerate(layout.objects):
             seg = vals[b:b + _OBJ]
             pose, size = seg[6], seg[7]
@@ -260,7 +263,8 @@ class WorldStateDecoder:
                     if why is None:
                         objects[oid] = c_ent
                     else:
-                        problems.append(f"object {oid!r} dropped: {why}")
+                        invalid.add(oid)
+                        problems.append(f"object {oid!r}: {why}")
                     continue
                 if seg[1] == c_seg[1] and seg[3] == c_seg[3] and seg[5] == c_seg[5]:
                     kind, parent = c_ent.kind, c_ent.parent  # the same entity, moved
@@ -288,12 +292,13 @@ class WorldStateDecoder:
             if why is None:
                 objects[oid] = ent
             else:
-                problems.append(f"object {oid!r} dropped: {why}")
+                invalid.add(oid)
+                problems.append(f"object {oid!r}: {why}")
             if k < n_cached:
                 cache[k] = (seg, oid, ent, why)
             else:
                 cache.append((seg, oid, ent, why))
-        if len(objects) + len(problems) != len(layout.objects):
+        if (len(objects) if not invalid else len(objects.keys() | invalid)) != len(layout.objects):
             problems += self._duplicates(layout, vals, objects)
 
         # The small sections: rebuilt only when their values changed (usually none did).
@@ -327,6 +332,7 @@ class WorldStateDecoder:
     def _joints(self, seg: tuple[Any, ...]) -> tuple[dict[str, JointState], list[str]]:
         pairs = []
         problems: list[str] = []
+        ids = []
         for b in range(0, len(seg), _JNT):
             q, q_open, q_closed, closed_frac, open_frac = _JOINT.unpack(seg[b + 2])
             joint = _construct(JointState, {
@@ -335,22 +341,23 @@ class WorldStateDecoder:
                 "open_frac": None if open_frac != open_frac else open_frac,
             }, _JOINT_FIELDS)
             jid = self._name(seg[b + 1])
+            ids.append(jid)
             why = joint_problem(joint)
             if why is None:
                 pairs.append((jid, joint))
             else:
-                problems.append(f"joint {jid!r} dropped: {why}")
-        return _unique(pairs, "joint", problems)
+                problems.append(f"joint {jid!r}: {why}")
+        return _unique(pairs, "joint", problems, ids)
 
     def _duplicates(self, layout: _Layout, vals: tuple[Any, ...],
                     objects: dict[str, EntityState]) -> list[str]:
-        """Objects whose id occurs more than once: all of them dropped (which one is right
+        """Objects whose id occurs more than once: all of them left out (which one is right
         cannot be told), rather than the last one silently winning."""
         ids = [self._name(vals[b + 1]) for b in layout.objects]
         twice = duplicate_ids(ids)
         for oid in twice:
             objects.pop(oid, None)
-        return [f"object {oid!r} dropped: its id occurs {ids.count(oid)} times" for oid in twice]
+        return [f"object {oid!r}: its id occurs {ids.count(oid)} times" for oid in twice]
 
     def _devices(self, seg: tuple[Any, ...]) -> tuple[dict[str, DeviceState], list[str]]:
         return _unique([(self._name(seg[b + 1]),
@@ -375,17 +382,17 @@ def _unpack(layout: _Layout, buf: bytes) -> tuple[Any, ...] | None:
     return vals if layout.lengths(vals) == layout.key else None
 
 
-def _unique(pairs: list[tuple[str, Any]], what: str, problems: list[str] | None = None
-            ) -> tuple[dict[str, Any], list[str]]:
-    """A section's entries by id; ids given twice are all dropped (which one is right cannot be
-    told), rather than the last one silently winning."""
+def _unique(pairs: list[tuple[str, Any]], what: str, problems: list[str] | None = None,
+            ids: list[str] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """A section's entries by id; ids given twice (`ids`: all of them, valid or not) are all
+    left out (which one is right cannot be told), rather than the last one silently winning."""
     out = dict(pairs)
     problems = problems or []
-    if len(out) != len(pairs):
-        ids = [k for k, _ in pairs]
+    ids = ids if ids is not None else [k for k, _ in pairs]
+    if len(set(ids)) != len(ids):
         for k in duplicate_ids(ids):
-            del out[k]
-            problems.append(f"{what} {k!r} dropped: its id occurs {ids.count(k)} times")
+            out.pop(k, None)
+            problems.append(f"{what} {k!r}: its id occurs {ids.count(k)} times")
     return out, problems
 
 
@@ -397,7 +404,7 @@ def _gripper(seg: tuple[bytes]) -> tuple[GripperState | None, list[str]]:
         "width": width if has_width else None, "closed": closed if has_closed else None,
     }, _GRIPPER_FIELDS)
     why = gripper_problem(gripper)
-    return (gripper, []) if why is None else (None, [f"gripper reading dropped: {why}"])
+    return (gripper, []) if why is None else (None, [f"gripper reading: {why}"])
 
 
 def decode_world_state(data: bytes | memoryview) -> WorldState:

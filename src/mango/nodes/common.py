@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 
 import rclpy
 from rclpy.executors import (
+    Executor,
     ExternalShutdownException,
     MultiThreadedExecutor,
     SingleThreadedExecutor,
@@ -29,7 +31,12 @@ def latched_qos(depth: int = 100) -> QoSProfile:
 
 def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None,
              threads: int = 2) -> None:
-    """Create the node, spin it on a multi-threaded executor until shutdown."""
+    """Create the node, spin it on a multi-threaded executor until shutdown.
+
+    Bad parameters or files (raised while creating the node) end it with one clear line. Once
+    it runs, a callback that raises is a bug, not a reason to stop judging or controlling: it
+    is logged with its traceback (each distinct one once) and the node spins on.
+    """
     rclpy.init(args=args)
     node = None
     code = 0
@@ -38,7 +45,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None,
         executor = (MultiThreadedExecutor(num_threads=threads) if threads > 1
                     else SingleThreadedExecutor())
         executor.add_node(node)
-        executor.spin()
+        _spin(node, executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except (InputError, ValueError) as exc:
@@ -52,3 +59,18 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None,
             rclpy.try_shutdown()
     if code:
         sys.exit(code)
+
+
+def _spin(node: Node, executor: Executor) -> None:
+    said: set[str] = set()
+    while node.context.ok():
+        try:
+            executor.spin()
+            return
+        except (KeyboardInterrupt, ExternalShutdownException):
+            raise
+        except Exception:  # a callback's bug: say it, keep the node up
+            text = traceback.format_exc()
+            if text not in said:
+                said.add(text)
+                node.get_logger().error(f"a callback raised (the node carries on):\n{text}")

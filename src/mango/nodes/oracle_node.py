@@ -21,7 +21,7 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
 from mango.bags.world_state_cdr import WorldStateDecoder
-from mango.errors import InputError
+from mango.errors import InputError, ProblemLog
 from mango.json_files import parse_json
 from mango.nodes.common import latched_qos, run_node
 from mango.oracle import (
@@ -58,7 +58,7 @@ class OracleNode(Node):
         self.last_state: WorldState | None = None
         self._task_published = False
         self._warned_no_oracle = False
-        self._eval_errors: set[str] = set()
+        self._problems = ProblemLog()  # stream problems, each said once per episode
         self._markers_dirty = False
         self._markers_t = 0.0
         self._decoder = WorldStateDecoder()
@@ -114,7 +114,7 @@ class OracleNode(Node):
         assert self.tracker is not None
         self.tracker.reset()
         self._task_published = False
-        self._eval_errors.clear()
+        self._problems = ProblemLog()
         t = self.last_state.t if self.last_state is not None else None
         for e in self.tracker.entries:
             self.step_pub.publish(step_verdict_cdr(t, e.path, e.action.action_id, "pending"))
@@ -126,7 +126,11 @@ class OracleNode(Node):
         try:
             state = self._decoder.decode(data)
         except InputError as exc:
-            self.get_logger().error(f"bad WorldState message: {exc}")
+            self._report(f"bad WorldState message: {exc}", exc.message, error=True)
+            return
+        if self._decoder.problems:  # breaks the validity rules: skipped, as in a replay
+            for problem in self._decoder.problems:
+                self._report(f"world state t={state.t:.3f}: state skipped: {problem}", problem)
             return
         previous, self.last_state = self.last_state, state
         self._markers_dirty = True
@@ -139,23 +143,31 @@ class OracleNode(Node):
                 self._start_episode()
         if tracker is None:
             if not self._warned_no_oracle:
-                self.get_logger().warn("world state received but no oracle loaded")
+                self.get_logger().warning("world state received but no oracle loaded")
                 self._warned_no_oracle = True
             return
         if self._task_published:
             return
         try:
             events = tracker.update(state)
-        except (EvaluationError, InputError) as exc:
-            text = str(exc)
-            if text not in self._eval_errors:  # log each distinct problem once
-                self._eval_errors.add(text)
-                self.get_logger().error(text)
+        except (EvaluationError, InputError) as exc:  # the state is skipped, as in a replay
+            self._report(f"state skipped: {exc}", getattr(exc, "key", None), error=True)
             return
         if events:
             self._publish_events(events)
         if tracker.done:
             self._publish_task()
+
+    def _report(self, text: str, key: str | None, error: bool = False) -> None:
+        """Log a stream problem once, then at most every 10 s with its count."""
+        line = self._problems.note(text, time.monotonic(), key)
+        if line is None:
+            return
+        # one call site per severity: rclpy refuses a site whose severity changes
+        if error:
+            self.get_logger().error(line)
+        else:
+            self.get_logger().warning(line)
 
     def _publish_events(self, events: list[TrackerEvent]) -> None:
         assert self.tracker is not None
@@ -168,7 +180,7 @@ class OracleNode(Node):
         for ev in events:
             line = f"t={ev.t:.2f} step {ev.path} {ev.action_id}: {ev.kind}"
             if ev.kind in REPORTED_KINDS:
-                log.warn(f"{line} ({ev.detail})")
+                log.warning(f"{line} ({ev.detail})")
             else:
                 log.info(line)
 
@@ -209,7 +221,7 @@ class OracleNode(Node):
         response.success, response.message, response.problems = ok, message, problems
         response.num_actions = len(self.tracker.entries) if ok and self.tracker else 0
         if not ok:
-            self.get_logger().warn(f"{message}: {'; '.join(problems)}")
+            self.get_logger().warning(f"{message}: {'; '.join(problems)}")
         return response
 
     def _on_reset(self, _req: Trigger.Request, response: Trigger.Response) -> Trigger.Response:

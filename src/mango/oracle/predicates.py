@@ -50,6 +50,8 @@ Box = tuple[float, float, float, float, float, float]  # xmin, ymin, zmin, xmax,
 class EvaluationError(InputError):
     """An expression could not be evaluated on a state (unknown entity, missing joint...)."""
 
+    key: str | None = None  # the problem without when it happened: what to report once
+
 
 @dataclass(frozen=True)
 class Thresholds:

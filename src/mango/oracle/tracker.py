@@ -260,13 +260,26 @@ class StepTracker:
             raise RuntimeError("the tracker was finished; call reset() to start again")
         if self._last_t is not None and t < self._last_t:
             raise InputError(f"time goes backwards ({t} after {self._last_t})", field="t")
+        entries = self.entries
+        active = self._active
+        # Every condition first: a state that cannot be evaluated changes nothing (the node
+        # and a replay skip it alike), rather than half of its actions.
+        values: list[bool] = []
+        i = -1
+        try:
+            for i in active:
+                values.append(value_of(i))
+        except EvaluationError as exc:
+            e = entries[i]
+            err = EvaluationError(f"step {e.path} ({e.action.action_id}) at t={t}: {exc.message}")
+            err.key = f"step {e.path} ({e.action.action_id}): {exc.message}"
+            raise err from None
         first = self._n_states == 0
         self._n_states += 1
         self._last_t = t
         events: list[TrackerEvent] = []
         if self.done:
             return events
-        entries = self.entries
         completed, waiting, prev, held = self._completed, self._waiting, self._prev, self._held
         if first:
             for e in entries:
@@ -275,38 +288,30 @@ class StepTracker:
                     events.append(TrackerEvent(t, "enabled", e.path, e.action.action_id))
         n_done = self._n_done
         outstanding = self._outstanding
-        i = -1
-        try:
-            # Plan order: an action completed here enables its successors in this same pass.
-            for i in self._active:
-                value = value_of(i)
-                if completed[i]:  # a chain end that completed earlier
-                    if outstanding[i]:
-                        held[i] = held[i] + 1 if value else 0
-                        if held[i] >= self.hold:  # the robot put it back
-                            outstanding[i] = False
-                            self._n_outstanding -= 1
-                    elif prev[i] and not value:
-                        events.append(self._event(t, "regression", entries[i]))
-                        outstanding[i] = True
-                        self._n_outstanding += 1
-                        held[i] = 0
-                elif waiting[i]:
+        # Plan order: an action completed here enables its successors in this same pass.
+        for i, value in zip(active, values, strict=True):
+            if completed[i]:  # a chain end that completed earlier
+                if outstanding[i]:
+                    held[i] = held[i] + 1 if value else 0
+                    if held[i] >= self.hold:  # the robot put it back
+                        outstanding[i] = False
+                        self._n_outstanding -= 1
+                elif prev[i] and not value:
+                    events.append(self._event(t, "regression", entries[i]))
+                    outstanding[i] = True
+                    self._n_outstanding += 1
                     held[i] = 0
-                    if value and not prev[i] and not first:
-                        events.append(self._event(t, "out_of_order", entries[i]))
-                elif value:
-                    held[i] += 1
-                    if held[i] >= self.hold:
-                        self._complete(entries[i], t, events)
-                else:
-                    held[i] = 0
-                prev[i] = value
-        except EvaluationError as exc:
-            e = entries[i]
-            raise EvaluationError(
-                f"step {e.path} ({e.action.action_id}) at t={t}: {exc.message}"
-            ) from None
+            elif waiting[i]:
+                held[i] = 0
+                if value and not prev[i] and not first:
+                    events.append(self._event(t, "out_of_order", entries[i]))
+            elif value:
+                held[i] += 1
+                if held[i] >= self.hold:
+                    self._complete(entries[i], t, events)
+            else:
+                held[i] = 0
+            prev[i] = value
         if self._n_done == len(entries) and not self._n_outstanding:
             self._passed = True
             self._active = []

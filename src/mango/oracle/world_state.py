@@ -95,10 +95,11 @@ class GripperState(_Model):
 # ------------------------------------------------------------------ validity (one set of rules)
 # What makes a recorded value unusable as evidence. The JSON reader applies these rules through
 # the models' validators (a trace file holding such a value is refused, naming its line and
-# field); the decoders of live and recorded messages, which build states without validation
-# for speed, apply the same rules and drop what fails (`entity_problem`, `joint_problem`,
-# `gripper_problem`, `sanitize`), so the oracle node, `mango replay` and `mango bag export`
-# give the same data the same answer.
+# field); the decoder of live and recorded messages, which builds states without validation
+# for speed, applies the same rules (`entity_problem`, `joint_problem`, `gripper_problem`,
+# `duplicate_ids`) and says what broke them, and the oracle node, `mango replay` and
+# `mango bag export` all skip such a state: a verdict from part of a world can be wrong (drop
+# the table and the soup on it counts as lifted).
 
 _UNIT_LOW, _UNIT_HIGH = (1 - 1e-3) ** 2, (1 + 1e-3) ** 2  # |q| within 1e-3 of 1
 
@@ -186,28 +187,6 @@ def duplicate_ids(ids: Iterable[str]) -> list[str]:
     """Ids that occur more than once (a message's entity lists; JSON objects cannot)."""
     seen: set[str] = set()
     return sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
-
-
-def sanitize(state: WorldState) -> tuple[WorldState | None, list[str]]:
-    """The state without the entities, joints and gripper reading that break the rules above,
-    and what was dropped; None when the time itself is not finite (nothing can be placed)."""
-    if not math.isfinite(state.t):
-        return None, [f"time {state.t} {finite_problem([state.t])}: state skipped"]
-    problems: list[str] = []
-    bad = {k: why for k, e in state.objects.items() if (why := entity_problem(e))}
-    bad_joints = {k: why for k, j in state.joints.items() if (why := joint_problem(j))}
-    bad_gripper = state.gripper is not None and gripper_problem(state.gripper)
-    if not bad and not bad_joints and not bad_gripper:
-        return state, problems
-    problems += [f"object {k!r} dropped: {why}" for k, why in bad.items()]
-    problems += [f"joint {k!r} dropped: {why}" for k, why in bad_joints.items()]
-    if bad_gripper:
-        problems.append(f"gripper reading dropped: {bad_gripper}")
-    return state.model_copy(update={
-        "objects": {k: e for k, e in state.objects.items() if k not in bad},
-        "joints": {k: j for k, j in state.joints.items() if k not in bad_joints},
-        "gripper": None if bad_gripper else state.gripper,
-    }), problems
 
 
 class WorldState(_Model):
