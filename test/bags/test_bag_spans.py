@@ -144,12 +144,26 @@ def _same_error(bag: Path, kind: type[Exception]) -> str:
     return str(par.value)
 
 
-def test_parallel_judge_reports_a_bad_message_like_sequential(tmp_path: Path) -> None:
+def test_a_message_that_does_not_decode_is_skipped_and_said_like_the_node(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The oracle node logs an unreadable WorldState and judges on; a replay of the same bag
+    skips it with the same words and its message number, in one process or two."""
     states = _episode(80, 20, 60)
+    good = _judge_states(tmp_path / "good", states[:65] + states[66:])
     states[65] = (states[65][0], states[65][1][:30])  # cut short
     bag = tmp_path / "bad"
     _write(bag, states)
-    assert "/world_state message 66" in _same_error(bag, InputError)
+    for jobs in (1, 2):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="mango.bags"):
+            assert _judge(bag, jobs) == good
+        said = [r.getMessage() for r in caplog.records]
+        assert len(said) == 1 and said[0].startswith("/world_state message 66: skipped: "), said
+
+
+def _judge_states(bag: Path, states: list[tuple[float, bytes]]) -> dict:
+    _write(bag, states)
+    return _judge(bag, 1)
 
 
 def test_a_state_that_cannot_be_evaluated_is_skipped_and_said_like_the_node(

@@ -54,12 +54,11 @@ class SpanResult:
     ts: array = field(default_factory=lambda: array("d"))
     values: bytearray = field(default_factory=bytearray)  # len(ts) rows of n_actions bytes
     errors: dict[int, str] = field(default_factory=dict)  # index in values -> why no value
-    # States skipped for breaking the validity rules: (index of the next kept state, time,
-    # problems), so they are reported in recording order.
-    invalid: list[tuple[int, float, list[str]]] = field(default_factory=list)
-    # What stopped the span early: (index of the message in the span, message, whether the
-    # index belongs in the text, as the sequential reader words a decoding error).
-    failure: tuple[int, str, bool] | None = None
+    # Messages skipped, reported in recording order once the states before them are tracked:
+    # (index of the next kept state, index of the message in the span, the state's time, or
+    # None when it could not be decoded at all, and why).
+    skipped: list[tuple[int, int, float | None, list[str]]] = field(default_factory=list)
+    failure: str | None = None  # what stopped the span early (the topic's type, the bag)
 
 
 def auto_jobs(bag: str | Path, jobs: int) -> int:
@@ -81,16 +80,15 @@ def evaluate_span(bag: str | Path, topic: str, tracker: StepTracker,
     decoder = WorldStateDecoder()
     n_actions = len(tracker.entries)
     evaluate = tracker.condition_values
-    i = 0
     try:
         for i, data in enumerate(world_state_payloads(bag, topic, span)):
             try:
                 state = decoder.decode(data)
             except InputError as exc:
-                out.failure = (i, exc.message, True)
-                return out
+                out.skipped.append((len(ts), i, None, [exc.message]))
+                continue
             if decoder.problems:
-                out.invalid.append((len(ts), state.t, decoder.problems))
+                out.skipped.append((len(ts), i, state.t, decoder.problems))
                 continue
             row, row_errors = evaluate(state)
             if row_errors:
@@ -100,7 +98,7 @@ def evaluate_span(bag: str | Path, topic: str, tracker: StepTracker,
             ts.append(state.t)
             values.extend(row)
     except InputError as exc:  # the topic's type, or the bag itself
-        out.failure = (i, exc.message, False)
+        out.failure = exc.message
     assert len(values) == len(ts) * n_actions
     return out
 
@@ -141,7 +139,7 @@ def judge_parallel(bag: str | Path, topic: str, tracker: StepTracker, jobs: int)
         problems = StreamProblems(topic)
         count, last = track_states(tracker, iter_bag_world_states(bag, topic, spans[0], problems),
                                    problems=problems)
-        count += problems.invalid_count  # messages read, the skipped ones too
+        count += problems.skipped_messages  # messages read, the skipped ones too
         results = []
         for proc, conn in workers:
             try:
@@ -160,15 +158,15 @@ def judge_parallel(bag: str | Path, topic: str, tracker: StepTracker, jobs: int)
     n = len(tracker.entries)
     for r in results:
         values, errors = r.values, r.errors
-        invalid = list(reversed(r.invalid))
+        skipped = list(reversed(r.skipped))
+
         for j, t in enumerate(r.ts):
             if last is not None and t < last:
                 tracker.reset()
             last = t
             base = j * n
-            while invalid and invalid[-1][0] == j:
-                _, t_bad, why = invalid.pop()
-                problems.invalid(t_bad, why)
+            while skipped and skipped[-1][0] == j:
+                _report_skipped(problems, skipped.pop(), count, last)
 
             def value_of(i: int, base: int = base, values: bytearray = values,
                          errors: dict[int, str] = errors) -> bool:
@@ -183,17 +181,26 @@ def judge_parallel(bag: str | Path, topic: str, tracker: StepTracker, jobs: int)
                 tracker.update_values(t, value_of)
             except EvaluationError as exc:
                 problems.unjudged(t, exc)
-        for _, t_bad, why in reversed(invalid):  # after the span's last kept state
-            problems.invalid(t_bad, why)
+        for entry in reversed(skipped):  # after the span's last kept state
+            _report_skipped(problems, entry, count, last)
         if r.failure is not None:  # after the states before it, as a sequential pass would
-            local, message, indexed = r.failure
-            if indexed:
-                message = f"{topic} message {count + local + 1}: {message}"
-            raise InputError(message, file=str(bag))
-        count += len(r.ts) + len(r.invalid)
+            raise InputError(r.failure, file=str(bag))
+        count += len(r.ts) + len(r.skipped)
     if count == 0:
         raise no_messages(bag, topic)
     return tracker.finish()
+
+
+def _report_skipped(problems: StreamProblems, entry: tuple[int, int, float | None, list[str]],
+                    first: int, last: float | None) -> None:
+    """A worker's skipped message, said as the one-process pass says it; `first` is the number
+    of messages before the worker's span."""
+    _, local, t_bad, why = entry
+    if t_bad is None:
+        problems.t = last if last is not None else 0.0
+        problems.unreadable(first + local + 1, why[0])
+    else:
+        problems.invalid(t_bad, why)
 
 
 def judge_bag(bag: str | Path, tracker: StepTracker, topic: str = "/world_state",

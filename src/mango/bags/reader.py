@@ -15,6 +15,7 @@ from mcap.data_stream import ReadDataStream
 from mcap.records import Channel, Chunk, Message, Schema
 from mcap.stream_reader import breakup_chunk
 
+from mango.bags.writer import qos_profile
 from mango.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,14 @@ _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 _U16U16 = struct.Struct("<HH")
 _MSG_HEAD = struct.Struct("<HIQQ")
+_CORRUPT_SAID = 10  # damaged records listed per reader before it stops listing them
+
+
+def _text(buf: mmap.mmap, start: int, n: int, end: int) -> str:
+    """A length-prefixed UTF-8 string that must end within its record."""
+    if start + n > end:
+        raise ValueError(f"a {n}-byte string runs past the end of the record")
+    return buf[start:start + n].decode()
 
 
 class BagMessage(NamedTuple):
@@ -61,6 +70,7 @@ class BagReader:
                 raise InputError(f"bag file {f.name} listed in metadata.yaml is missing",
                                  file=str(self.path))
         self.truncated = False
+        self.corrupt = 0  # records skipped because they could not be read
 
     def _read_metadata(self) -> dict[str, Any]:
         meta = self.path / "metadata.yaml"
@@ -70,10 +80,36 @@ class BagReader:
             data = yaml.safe_load(meta.read_text()) or {}
         except yaml.YAMLError as exc:
             raise InputError(f"invalid metadata.yaml: {exc}", file=str(meta)) from None
-        info = data.get("rosbag2_bagfile_information")
+        info = data.get("rosbag2_bagfile_information") if isinstance(data, dict) else None
         if not isinstance(info, dict):
             raise InputError("missing rosbag2_bagfile_information", file=str(meta))
+        files = info.get("relative_file_paths")
+        if files is not None and not (isinstance(files, list)
+                                      and all(isinstance(f, str) for f in files)):
+            raise InputError("relative_file_paths must be a list of file names",
+                             file=str(meta), field="relative_file_paths")
         return info
+
+    def offered_qos(self) -> dict[str, list[dict[str, Any]]]:
+        """topic -> the QoS profiles metadata.yaml lists for it (what entries it cannot read
+        are left out: QoS is a courtesy to players, not needed to read the messages)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        entries = self.metadata.get("topics_with_message_count")
+        for entry in entries if isinstance(entries, list) else []:
+            meta = entry.get("topic_metadata") if isinstance(entry, dict) else None
+            if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+                continue
+            profiles = meta.get("offered_qos_profiles")
+            if isinstance(profiles, str):  # older rosbag2 versions store them as YAML text
+                try:
+                    profiles = yaml.safe_load(profiles)
+                except yaml.YAMLError:
+                    profiles = None
+            try:
+                out[meta["name"]] = [qos_profile(**q) for q in profiles]
+            except (TypeError, ValueError):  # not a list of profiles this writer knows
+                continue
+        return out
 
     @property
     def size(self) -> int:
@@ -131,22 +167,38 @@ class BagReader:
             if opcode == OP_MESSAGE:
                 if start < first:
                     continue  # an earlier span's
+                if length < 22:
+                    self._corrupt(file, start, "a message record too short for its header")
+                    continue
                 channel_id, _seq, log_time, _pub = msg_head(buf, body)
-                topic, msgtype = channels[channel_id]
+                known = channels.get(channel_id)
+                if known is None:
+                    self._corrupt(file, start, f"a message on unknown channel {channel_id}")
+                    continue
+                topic, msgtype = known
                 if topics is None or topic in topics:
                     yield BagMessage(topic, msgtype, log_time, buf[body + 22:pos])
-            elif opcode == OP_SCHEMA:
-                sid = u16(buf, body)[0]
-                (n,) = u32(buf, body + 2)
-                schemas[sid] = buf[body + 6:body + 6 + n].decode()
-            elif opcode == OP_CHANNEL:
-                cid, sid = _U16U16.unpack_from(buf, body)
-                (n,) = u32(buf, body + 4)
-                channels[cid] = (buf[body + 8:body + 8 + n].decode(), schemas.get(sid, ""))
+            elif opcode in (OP_SCHEMA, OP_CHANNEL):
+                try:
+                    if opcode == OP_SCHEMA:
+                        sid = u16(buf, body)[0]
+                        (n,) = u32(buf, body + 2)
+                        schemas[sid] = _text(buf, body + 6, n, pos)
+                    else:
+                        cid, sid = _U16U16.unpack_from(buf, body)
+                        (n,) = u32(buf, body + 4)
+                        channels[cid] = (_text(buf, body + 8, n, pos), schemas.get(sid, ""))
+                except (struct.error, ValueError) as exc:
+                    kind = "schema" if opcode == OP_SCHEMA else "channel"
+                    self._corrupt(file, start, f"a {kind} record that does not parse ({exc})")
             elif opcode == OP_CHUNK:
                 # An earlier span's chunk still defines channels used later: read, yield nothing.
-                yield from self._chunk_messages(buf[body:pos], schemas, channels,
-                                                topics if start >= first else set())
+                try:
+                    yield from self._chunk_messages(buf[body:pos], schemas, channels,
+                                                    topics if start >= first else set())
+                except Exception as exc:  # whatever the mcap library or a decompressor
+                    # raises on damaged bytes (lengths, CRC, compressed data)
+                    self._corrupt(file, start, f"a chunk that does not read ({exc!r:.120})")
             elif opcode == OP_FOOTER:
                 return
         if stop >= end:  # the last span reports a cut file
@@ -159,15 +211,27 @@ class BagReader:
                         channels: dict[int, tuple[str, str]],
                         topics: set[str] | None) -> Iterator[BagMessage]:
         chunk = Chunk.read(ReadDataStream(io.BytesIO(content)))
-        for record in breakup_chunk(chunk, validate_crc=False):
+        messages = []  # the whole chunk first: a corrupt one yields nothing half-way
+        for record in breakup_chunk(chunk, validate_crc=True):
             if isinstance(record, Schema):
                 schemas[record.id] = record.name
             elif isinstance(record, Channel):
                 channels[record.id] = (record.topic, schemas.get(record.schema_id, ""))
             elif isinstance(record, Message):
-                topic, msgtype = channels[record.channel_id]
-                if topics is None or topic in topics:
-                    yield BagMessage(topic, msgtype, record.log_time, record.data)
+                known = channels.get(record.channel_id)
+                if known is None:
+                    raise ValueError(f"a message on unknown channel {record.channel_id}")
+                if topics is None or known[0] in topics:
+                    messages.append(BagMessage(*known, record.log_time, record.data))
+        yield from messages
+
+    def _corrupt(self, file: Path, offset: int, what: str) -> None:
+        """A record that cannot be read is skipped, and the warning says where."""
+        self.corrupt += 1
+        if self.corrupt <= _CORRUPT_SAID:
+            log.warning("%s: skipped %s at byte %d (the file is damaged)", file, what, offset)
+        elif self.corrupt == _CORRUPT_SAID + 1:
+            log.warning("%s: more damaged records skipped; not listed", file)
 
     def _truncated(self, file: Path, why: str) -> None:
         self.truncated = True

@@ -56,13 +56,20 @@ class StreamProblems:
     def __init__(self, topic: str) -> None:
         self.topic = topic
         self.log = ProblemLog()
-        self.skipped = 0  # states not judged, for either reason
-        self.invalid_count = 0
+        self.skipped = 0  # states not judged, for any reason
+        self.skipped_messages = 0  # messages not even tracked (unreadable or invalid)
+        self.t = 0.0  # world time of the latest state read (an unreadable message has none)
+
+    def unreadable(self, number: int, text: str) -> None:
+        """A message that does not decode (skipped, as the oracle node skips it)."""
+        self.skipped += 1
+        self.skipped_messages += 1
+        self._say(self.t, f"{self.topic} message {number}: skipped: {text}", text)
 
     def invalid(self, t: float, problems: list[str]) -> None:
         """A state that breaks the validity rules (skipped)."""
         self.skipped += 1
-        self.invalid_count += 1
+        self.skipped_messages += 1
         for text in problems:
             self._say(t, f"{self.topic} t={t:.3f}: state skipped: {text}", text)
 
@@ -86,7 +93,9 @@ def _decoded(payloads: Iterator[bytes], bag: str | Path, topic: str,
         try:
             state = decoder.decode(data)
         except InputError as exc:
-            raise InputError(f"{topic} message {i + 1}: {exc.message}", file=str(bag)) from None
+            problems.unreadable(i + 1, exc.message)
+            continue
+        problems.t = state.t
         if decoder.problems:
             problems.invalid(state.t, decoder.problems)
         else:

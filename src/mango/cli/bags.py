@@ -122,6 +122,9 @@ def info(bag: Annotated[Path, typer.Argument(help="Bag directory or .mcap file."
     if reader.truncated:
         console.print("[yellow]the bag ends early (recorder killed?); "
                       "`mango bag repair` rewrites it whole[/]")
+    if reader.corrupt:
+        console.print(f"[yellow]{reader.corrupt} damaged record(s) skipped (the warnings say "
+                      "where); `mango bag repair` copies what is readable[/]")
 
 
 @bag_app.command("export")
@@ -148,18 +151,33 @@ def repair(
     bag: Annotated[Path, typer.Argument(help="Bag whose recorder died.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="New bag directory.")],
 ) -> None:
-    """Copy every readable message into a new, properly closed bag (summary, metadata)."""
+    """Copy every readable message into a new, properly closed bag (summary, metadata).
+
+    The new bag is written beside OUTPUT and moved there once complete: a repair that fails
+    leaves nothing half-written behind."""
+    import shutil
+    import tempfile
+
     from mango.bags import BagReader, BagWriter
 
+    if output.exists():
+        _fail(InputError("exists already: give a new directory", file=str(output)))
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    except OSError as exc:
+        _fail(InputError(f"cannot write here: {exc.strerror}", file=str(output)))
     try:
         reader = BagReader(bag)
-        qos = {t["topic_metadata"]["name"]: t["topic_metadata"].get("offered_qos_profiles")
-               for t in reader.metadata.get("topics_with_message_count", [])}
-        with BagWriter(output) as writer:
+        qos = reader.offered_qos()
+        with BagWriter(partial / output.name) as writer:
             for m in reader.messages():
-                writer.add_topic(m.topic, m.msgtype, qos.get(m.topic) or None)
+                writer.add_topic(m.topic, m.msgtype, qos.get(m.topic))
                 writer.write(m.topic, m.data, m.log_time_ns)
             n = writer.message_count
-    except (InputError, FileExistsError) as exc:
-        _fail(exc if isinstance(exc, InputError) else InputError(str(exc)))
+        (partial / output.name).rename(output)
+    except (InputError, OSError) as exc:
+        _fail(exc if isinstance(exc, InputError) else InputError(str(exc), file=str(output)))
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     sys.stderr.write(f"wrote {n} messages to {output}\n")
