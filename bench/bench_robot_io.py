@@ -97,8 +97,8 @@ def bench_control(tmp: Path, trials: int = 8) -> dict[str, float]:
     from sensor_msgs.msg import JointState
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from mango.client.action_client import ActionClient
     from mango.control import load_robot
+    from mango.nodes.actions import ActionClient
     from mango_ros.action import ExecuteChunk
 
     robot = load_robot("sim_fr3")

@@ -70,3 +70,54 @@ def test_every_goal_gets_one_terminal_status_under_preemption() -> None:
     assert set(s for (s,) in statuses.values()) <= {GoalStatus.SUCCEEDED, GoalStatus.PREEMPTED}
     assert statuses[11] == [GoalStatus.SUCCEEDED]  # the last one is never preempted
     assert slot.active() is None
+
+
+def test_a_burst_of_goals_never_holds_more_than_two_threads() -> None:
+    """While one goal holds the arm, a burst of 50 arrives: each one preempted before its turn
+    returns at once (stopped, not owning the arm), so only the newest waits — executor threads
+    stay free to answer the next goals (a storm of ROS goals once exhausted them)."""
+    slot = GoalSlot()
+    holder = slot.begin(object())
+    waiting = []
+    lock = threading.Lock()
+    peak = [0]
+
+    def arrive() -> None:
+        with lock:
+            waiting.append(1)
+            peak[0] = max(peak[0], len(waiting))
+        run = slot.begin(object())
+        with lock:
+            waiting.pop()
+        slot.end(run)
+
+    threads = []
+    for _ in range(50):
+        t = threading.Thread(target=arrive)
+        t.start()
+        threads.append(t)
+        time.sleep(0.002)
+        with lock:
+            assert len(waiting) <= 2, len(waiting)  # the newest, and one arriving
+    assert holder.stop.is_set() and holder.stop_status is GoalStatus.PREEMPTED
+    slot.end(holder)  # the holder hands the arm back: the newest runs
+    for t in threads:
+        t.join(timeout=2)
+    assert not any(t.is_alive() for t in threads)
+    assert slot.active() is None
+
+
+def test_halt_and_cancel_reach_a_goal_still_waiting_for_its_turn() -> None:
+    slot = GoalSlot()
+    holder = slot.begin(object())
+    handle = object()
+    got: list[GoalRun] = []
+    t = threading.Thread(target=lambda: got.append(slot.begin(handle)))
+    t.start()
+    time.sleep(0.05)
+    slot.cancel(handle, at_boundary=True)  # not started: a boundary cancel stops it now
+    t.join(timeout=2)
+    assert got and got[0].stop.is_set() and not got[0].owns_arm
+    slot.end(got[0])
+    slot.end(holder)
+    assert slot.active() is None

@@ -9,7 +9,7 @@ import rclpy
 from rclpy.action import ActionClient as RclpyActionClient
 from rclpy.node import Node
 
-from mango.client.action_client import ActionClient
+from mango.nodes.actions import ActionClient
 from mango_ros.action import ExecuteChunk
 
 

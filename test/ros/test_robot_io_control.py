@@ -26,6 +26,9 @@ from support.ros import Processes, wait_for
 
 from mango.client import ActionTask, Outcome, Robot, TaskResult
 from mango.control import JointTrajectory, MotionCommand, load_robot, make_kinematics
+from mango.nodes.actions import ActionClient
+from mango.ros.trajectory_msg import chunk_goal
+from mango_ros.action import ExecuteChunk
 
 ROBOT = load_robot("sim_fr3")
 JOINTS = list(ROBOT.joint_names)
@@ -305,3 +308,29 @@ def test_cancelled_motion_stops_at_the_next_command_boundary(rig: Rig) -> None:
     assert res.result is TaskResult.CANCELLED, res.message
     assert res.response.commands_executed == 1  # the first move finished, the rest never started
     assert res.response.measured_poses[0].position.z == pytest.approx(z0 - 0.04, abs=0.01)
+
+
+def test_a_goal_storm_gets_every_goal_an_answer_and_the_arm_holds_still(rig: Rig) -> None:
+    """300 chunk goals 10 ms apart, their results asked for only once all were sent (a burst
+    of 300 result requests): the ROS 2 action contract holds under preemption. Every goal
+    gets an accept or reject answer, every accepted goal a result with a reason, the last one
+    runs to its end, and the arm never moves beyond the storm's own small targets."""
+    client = ActionClient(rig.node, ExecuteChunk, f"{rig.ns}/execute_chunk")
+    assert client.wait_for_server(timeout_sec=10)
+    q0 = rig.measured()
+    sent = []
+    for k in range(300):
+        wobble = np.array([0.02, 0, 0, 0, 0, 0, 0]) * (1 if k % 2 else -1)
+        sent.append(client.send_goal_async(chunk_goal(chunk(ramp(q0, wobble, 6)))))
+        time.sleep(0.01)
+    wait_for(lambda: all(f.done() for f in sent), 60, "an answer to every goal")
+    handles = [f.result() for f in sent]
+    assert all(h.accepted for h in handles)  # valid goals: preempted, never refused
+    results = [h.get_result_async() for h in handles]
+    wait_for(lambda: all(r.done() for r in results), 60, "a result for every accepted goal")
+    statuses = [r.result().result.status for r in results]
+    assert all(r.result().result.message for r in results)  # each says why it ended
+    assert statuses[-1] == ExecuteChunk.Result.STATUS_SUCCEEDED, results[-1].result().result
+    assert set(statuses[:-1]) == {ExecuteChunk.Result.STATUS_PREEMPTED}
+    moved = max(np.max(np.abs(q - q0)) for _, q, _ in rig.states[-300:])
+    assert moved < 0.05, moved  # the wobble is 0.02 rad

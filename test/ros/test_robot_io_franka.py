@@ -34,8 +34,8 @@ from sensor_msgs.msg import JointState
 from support.ros import Processes, wait_for
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from mango.client.action_client import ActionClient
 from mango.control import load_robot
+from mango.nodes.actions import ActionClient
 from mango_ros.action import ExecuteChunk
 
 pytestmark = pytest.mark.slow

@@ -23,8 +23,8 @@ from sensor_msgs.msg import JointState
 from support.ros import Processes, call_service, wait_for
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from mango.client.action_client import ActionClient
 from mango.control import load_robot
+from mango.nodes.actions import ActionClient
 from mango.ros.world_state_msg import stamp_from_seconds
 from mango_ros.action import ExecuteChunk
 from mango_ros.srv import Halt

@@ -33,10 +33,10 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
-from mango.client.action_client import ActionClient
 from mango.client.session import VerdictFollower
 from mango.control.motion import MotionCommand
 from mango.control.trajectory import JointTrajectory, chunk_to_trajectory
+from mango.nodes.actions import ActionClient
 from mango.ros.motion_msg import command_to_msg
 from mango.ros.trajectory_msg import chunk_goal
 from mango_ros.action import ExecuteChunk, ExecuteMotion, RunPolicy

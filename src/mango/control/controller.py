@@ -73,9 +73,7 @@ class ArmController:
 
     def halt(self) -> tuple[bool, str]:
         """Stop the active goal (or whatever moves) and hold; (a position is known, message)."""
-        run = self.goals.active()
-        if run is not None:
-            run.halt("halted by the halt service")
+        if self.goals.halt_active("halted by the halt service"):
             message = "active goal stopped; holding position"
         else:
             self.backend.hold()

@@ -35,6 +35,7 @@ class GoalRun:
     stop: threading.Event = field(default_factory=threading.Event)
     reason: str = ""
     cancel_at_boundary: bool = False
+    owns_arm: bool = False  # set by `GoalSlot.begin`: the goal got its turn
 
     def halt(self, reason: str) -> None:
         """Stop the goal now; the first reason given is the one reported."""
@@ -61,40 +62,64 @@ class Outcome:
 
 
 class GoalSlot:
-    """The one active goal: preemption on arrival, cancel by handle, halt of whatever runs."""
+    """The one active goal: preemption on arrival, cancel by handle, halt of whatever runs.
+
+    A goal waits for the arm only while it is the newest: one preempted before its turn came
+    ends at once, so a burst of goals never holds more than two executor threads (the goal
+    handing the arm back and the newest), and every goal of the burst is answered.
+    """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._exec_lock = threading.Lock()
+        self._cond = threading.Condition()
         self._active: GoalRun | None = None
+        self._busy = False  # a goal holds the arm
 
     def begin(self, handle: Any) -> GoalRun:
         """Make `handle` the active goal, preempting the old one; returns once the old one
-        has ended (always pair with `end`)."""
+        has ended, or at once with `run.stop` set if a newer goal (or a cancel) came first
+        (always pair with `end`)."""
         run = GoalRun(handle)
-        with self._lock:
+        with self._cond:
             old, self._active = self._active, run
-        if old is not None:
-            old.halt(PREEMPTED)
-        self._exec_lock.acquire()
+            if old is not None:
+                old.halt(PREEMPTED)
+                self._cond.notify_all()  # wake it if it is still waiting for its turn
+            while self._busy and not run.stop.is_set():
+                self._cond.wait()
+            run.owns_arm = not run.stop.is_set()
+            if run.owns_arm:
+                self._busy = True
         return run
 
     def end(self, run: GoalRun) -> None:
-        with self._lock:
+        with self._cond:
             if self._active is run:
                 self._active = None
-        self._exec_lock.release()
+            if run.owns_arm:
+                self._busy = False
+            self._cond.notify_all()
 
     def active(self) -> GoalRun | None:
-        with self._lock:
+        with self._cond:
             return self._active
+
+    def halt_active(self, reason: str) -> bool:
+        """Stop the active goal, running or still waiting for its turn; whether there was one."""
+        with self._cond:
+            run = self._active
+            if run is not None:
+                run.halt(reason)
+                self._cond.notify_all()
+            return run is not None
 
     def cancel(self, handle: Any, at_boundary: bool) -> None:
         """Cancel the goal `handle` if it is the active one: now, or at its next command
         boundary (a motion batch)."""
-        run = self.active()
-        if run is not None and run.handle is handle:
-            if at_boundary:
-                run.cancel_at_boundary = True
-            else:
-                run.halt("cancelled")
+        with self._cond:
+            run = self._active
+            if run is not None and run.handle is handle:
+                if at_boundary and run.owns_arm:
+                    run.cancel_at_boundary = True
+                else:
+                    run.halt("cancelled")
+                self._cond.notify_all()

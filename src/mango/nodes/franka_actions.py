@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 from builtin_interfaces.msg import Duration
-from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -25,6 +24,7 @@ from mango.control.backends.franka_ros2 import (
     TrajectoryGoal,
 )
 from mango.errors import InputError
+from mango.nodes.actions import ActionClient
 
 
 class _Pending:

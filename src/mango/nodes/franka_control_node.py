@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import Point, Pose, Quaternion
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -42,6 +42,7 @@ from mango.control import (
 )
 from mango.control.backends import ControlBackend, FrankaRos2Backend, FrankaSettings, SimBackend
 from mango.errors import InputError
+from mango.nodes.actions import action_server
 from mango.nodes.common import run_node
 from mango.nodes.franka_actions import FrankaActions
 from mango.ros.motion_msg import command_from_msg
@@ -111,7 +112,7 @@ class FrankaControlNode(Node):
         group = ReentrantCallbackGroup()
         for kind, name, cb in ((ExecuteChunk, "execute_chunk", self._execute_chunk),
                                (ExecuteMotion, "execute_motion", self._execute_motion)):
-            ActionServer(self, kind, name, execute_callback=cb,
+            action_server(self, kind, name, execute_callback=cb,
                          goal_callback=lambda _g: GoalResponse.ACCEPT,
                          cancel_callback=self._on_cancel, callback_group=group)
         self.create_service(Halt, "halt", self._on_halt, callback_group=group)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
-from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
@@ -29,6 +29,7 @@ from sensor_msgs.msg import Image, JointState
 from mango.bags.world_state_cdr import decode_world_state
 from mango.control import chunk_to_trajectory, load_robot, make_kinematics
 from mango.errors import InputError, from_validation_error
+from mango.nodes.actions import ActionClient, action_server
 from mango.nodes.common import run_node
 from mango.policy import Observation, PolicyConfig, PolicyError, make_policy
 from mango.ros.images import image_to_numpy
@@ -87,7 +88,7 @@ class VlaNode(Node):
         self.chunk_client = ActionClient(self, ExecuteChunk, p["execute_chunk_action"],
                                          callback_group=group)
         self._busy = threading.Lock()
-        ActionServer(self, RunPolicy, "run_policy", execute_callback=self._execute,
+        action_server(self, RunPolicy, "run_policy", execute_callback=self._execute,
                      goal_callback=self._on_goal,
                      cancel_callback=lambda _g: CancelResponse.ACCEPT, callback_group=group)
         self.get_logger().info(f"backend {cfg.backend}, preset {self.policy.preset.name}, "

@@ -1,0 +1,47 @@
+"""Action clients and servers as every mango node and client makes them.
+
+- Service queues deep enough for a burst of goals: rclpy's default keeps the last 10
+  requests, so a preemption storm (or a campaign sending goals fast) overflows it, and the
+  dropped goal, result and cancel requests are never answered.
+- A finished goal's result is kept a minute for a client that asks late (rclpy keeps 10 s).
+- `ActionClient` may be created while its node is being spun: rclpy (Kilted's wheel
+  included) adds the client to the node's wait set before it creates the lock the executor
+  takes in `get_num_entities`; an executor spinning in another thread can get there first,
+  and its spin thread dies with an AttributeError, leaving every future of that node
+  unanswered (ros2/rclpy#1589, fixed upstream after this release).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from rclpy.action import ActionClient as _ActionClient
+from rclpy.action import ActionServer
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+RESULT_KEEP_S = 60  # how long a server keeps a finished goal's result
+
+
+def action_service_qos() -> dict[str, QoSProfile]:
+    """QoS for an action's goal, result and cancel services (server and client alike)."""
+    deep = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
+    return {"goal_service_qos_profile": deep, "result_service_qos_profile": deep,
+            "cancel_service_qos_profile": deep}
+
+
+class ActionClient(_ActionClient):
+    """`rclpy.action.ActionClient` with its lock created before the executor can see it, and
+    deep service queues."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._lock = threading.Lock()
+        super().__init__(*args, **{**action_service_qos(), **kwargs})
+
+
+def action_server(*args: Any, **kwargs: Any) -> ActionServer:
+    """`rclpy.action.ActionServer` with deep service queues and results kept a minute."""
+    return ActionServer(*args, **{**action_service_qos(), "result_timeout": RESULT_KEEP_S,
+                                  **kwargs})
