@@ -10,7 +10,7 @@ import pytest
 
 from mango.errors import InputError
 from mango.sim.env import SimEnv
-from mango.sim.expert import down_quat
+from mango.sim.expert.motions import down_quat
 from mango.sim.ik import UnreachableError, rotation_error
 from mango.sim.scene import FR3_JOINTS
 

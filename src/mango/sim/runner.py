@@ -18,7 +18,8 @@ from mango.json_files import read_json
 from mango.oracle.world_state import WorldState, write_trace
 from mango.sim.build import CONTROL_HZ
 from mango.sim.env import SimEnv, as_scene
-from mango.sim.expert import ExpertPolicy, Milestone
+from mango.sim.expert.milestones import Milestone
+from mango.sim.expert.policy import ExpertPolicy
 from mango.sim.faults import Fault
 from mango.sim.scene import REPO_ROOT, SceneSpec
 
