@@ -65,3 +65,7 @@ def from_validation_error(
     if more:
         msg += f" (and {more} more problem{'s' if more > 1 else ''})"
     return InputError(msg, file=file, line=line, field=path or None)
+
+
+class UnreachableError(ValueError):
+    """A Cartesian hand pose the arm cannot reach (the message says by how much)."""

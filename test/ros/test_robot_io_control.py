@@ -27,7 +27,8 @@ from support.ros import Processes, call_service, wait_for
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from mango.client.action_client import ActionClient
-from mango.control import load_robot, make_kinematics
+from mango.control import load_robot
+from mango.policy.kinematics import make_kinematics
 from mango_ros.action import ExecuteChunk, ExecuteMotion
 from mango_ros.msg import MotionCommand
 from mango_ros.srv import Halt

@@ -1,13 +1,7 @@
-"""Robot control core (no ROS): robot limits as data, goal validation, trajectories,
-mid-level motion planning through IK."""
+"""Robot control core (no ROS, no simulator): robot limits as data, goal validation,
+trajectories, mid-level motion planning through IK behind the `Kinematics` protocol."""
 
-from mango.control.kinematics import (
-    FR3Kinematics,
-    Kinematics,
-    SimKinematics,
-    Unreachable,
-    make_kinematics,
-)
+from mango.control.kinematics import FR3Kinematics, Kinematics
 from mango.control.motion import MOTION_KINDS, MotionCommand, MotionPlanner, PlannedMotion
 from mango.control.robot import RobotConfig, WorkspaceBox, load_robot
 from mango.control.trajectory import JointTrajectory, chunk_to_trajectory
@@ -23,12 +17,9 @@ __all__ = [
     "MotionPlanner",
     "PlannedMotion",
     "RobotConfig",
-    "SimKinematics",
-    "Unreachable",
     "WorkspaceBox",
     "check_workspace",
     "chunk_to_trajectory",
     "load_robot",
-    "make_kinematics",
     "validate_trajectory",
 ]

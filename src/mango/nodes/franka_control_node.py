@@ -41,11 +41,11 @@ from mango.control import (
     MotionPlanner,
     RobotConfig,
     load_robot,
-    make_kinematics,
     validate_trajectory,
 )
 from mango.errors import InputError
 from mango.nodes.common import run_node
+from mango.policy.kinematics import make_kinematics
 from mango_ros.action import ExecuteChunk, ExecuteMotion
 from mango_ros.msg import MotionCommand as MotionCommandMsg
 from mango_ros.srv import Halt

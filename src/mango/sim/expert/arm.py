@@ -16,8 +16,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from mango.geometry import axis_yaw, rotation_angle, slerp
 from mango.sim.build import CONTROL_HZ
-from mango.sim.ik import IKSolver, quat_to_mat
+from mango.sim.ik import IKSolver
 
 log = logging.getLogger(__name__)
 
@@ -30,17 +31,6 @@ SYNC = object()  # generator token: let queued rows execute, then resume with a 
 
 class ExpertError(RuntimeError):
     """The expert could not continue (e.g. an unreachable pose)."""
-
-
-def _slerp(q0: np.ndarray, q1: np.ndarray, s: float) -> np.ndarray:
-    d = float(np.dot(q0, q1))
-    if d < 0:
-        q1, d = -q1, -d
-    if d > 0.9995:
-        out = q0 + s * (q1 - q0)
-        return out / np.linalg.norm(out)
-    th = math.acos(d)
-    return (math.sin((1 - s) * th) * q0 + math.sin(s * th) * q1) / math.sin(th)
 
 
 class PlannedArm:
@@ -69,9 +59,7 @@ class PlannedArm:
 
     def opening_yaw(self) -> float:
         """Direction (yaw) in which the fingers open now (the hand site's y axis)."""
-        _, quat = self.pose()
-        opening = quat_to_mat(quat)[:, 1]
-        return math.atan2(opening[1], opening[0])
+        return axis_yaw(self.pose()[1], 1)
 
     def line(
         self,
@@ -91,7 +79,7 @@ class PlannedArm:
         if np.dot(quat, q0) < 0:
             quat = -quat
         dist = float(np.linalg.norm(pos - p0))
-        ang = 2 * math.acos(min(1.0, abs(float(np.dot(quat, q0)))))
+        ang = rotation_angle(quat, q0)
         v = speed or self.travel_speed
         n = max(2, math.ceil(dist / (v * DT)), math.ceil(ang / (1.2 * DT)))
         w0, w1 = self.width, self.width if width is None else width
@@ -101,7 +89,7 @@ class PlannedArm:
             f = i / n
             s = 0.5 - 0.5 * math.cos(math.pi * f)  # ease in/out
             p = p0 + s * (pos - p0)
-            qi = _slerp(q0, quat, s)
+            qi = slerp(q0, quat, s)
             res = self.ik.solve(p, qi, q)
             if not res.ok:
                 raise ExpertError(res.message)

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from mango.geometry import IDENTITY, nearest_angle, quat_to_mat, to_world
 from mango.sim.build import KNOB_HALF, door_hinge_local, drawer_handle_local, knob_local
 from mango.sim.expert.arm import CLOSED, FINGERTIP, OPEN, SYNC, ExpertError
 from mango.sim.expert.motions import (
@@ -17,16 +18,14 @@ from mango.sim.expert.motions import (
     SkillContext,
     Waypoint,
     down_quat,
-    nearest_mod,
     push,
 )
-from mango.sim.ik import quat_to_mat
 from mango.sim.scene import EntitySpec
 
 
 def _frame(ctx: SkillContext, ent: EntitySpec) -> tuple[np.ndarray, np.ndarray]:
     st = ctx.state.objects[ent.id]
-    return np.asarray(st.position), quat_to_mat(st.orientation or (1.0, 0.0, 0.0, 0.0))
+    return np.asarray(st.position), quat_to_mat(st.orientation or IDENTITY)
 
 
 def close_joint(ctx: SkillContext, joint: str) -> Skill:
@@ -54,9 +53,9 @@ def close_drawer(ctx: SkillContext, ent: EntitySpec) -> Skill:
     start_l = handle + np.array([-0.035, 0.0, FINGERTIP - 0.05])
     end_l = done + np.array([0.0, 0.0, FINGERTIP - 0.05])
     fx = rot[:, 0]
-    a = nearest_mod(math.atan2(fx[1], fx[0]) + math.pi / 2, arm.opening_yaw(), math.pi)
-    start = pos + rot @ start_l
-    end = pos + rot @ end_l
+    a = nearest_angle(math.atan2(fx[1], fx[0]) + math.pi / 2, arm.opening_yaw(), math.pi)
+    start = to_world(pos, rot, start_l)
+    end = to_world(pos, rot, end_l)
     yield from push(ctx, start, down_quat(a), [(end, None)], approach=0.12, speed=0.1)
     back = end - 0.05 * fx
     yield arm.line(back, speed=arm.approach_speed)
@@ -77,12 +76,12 @@ def close_door(ctx: SkillContext, ent: EntitySpec) -> Skill:
     def point(q: float, clear: float) -> np.ndarray:
         along = np.array([math.sin(q), math.cos(q), 0.0])
         outer = np.array([-math.cos(q), math.sin(q), 0.0])
-        return pos + rot @ (hinge + r * along + clear * outer + np.array([0, 0, z_l]))
+        return to_world(pos, rot, hinge + r * along + clear * outer + np.array([0, 0, z_l]))
 
     def hand_yaw(q: float, ref: float) -> float:
         # the hand's long side lies along the door and turns with it during the sweep
         along = rot @ np.array([math.sin(q), math.cos(q), 0.0])
-        return nearest_mod(math.atan2(along[1], along[0]), ref, math.pi)
+        return nearest_angle(math.atan2(along[1], along[0]), ref, math.pi)
 
     a = hand_yaw(q0, arm.opening_yaw())
     start = point(q0, 0.05)
@@ -105,7 +104,7 @@ def turn_on(ctx: SkillContext, device: str) -> Skill:
     assert ent.joint is not None and ent.device is not None
     arm = ctx.arm
     pos, rot = _frame(ctx, ent)
-    knob = pos + rot @ np.asarray(knob_local(ent))
+    knob = to_world(pos, rot, knob_local(ent))
     z = knob[2] + KNOB_HALF - 0.012
     a = arm.opening_yaw()
     yield from arm.travel_to(np.array([knob[0], knob[1], z + 0.1]), down_quat(a), width=OPEN)

@@ -15,8 +15,8 @@ from typing import Literal
 
 import numpy as np
 
-from mango.oracle.world_state import EntityState, WorldState
-from mango.sim.ik import quat_to_mat
+from mango.geometry import IDENTITY, box_gap, footprint_box, quat_to_mat, to_local
+from mango.oracle.world_state import WorldState
 from mango.sim.scene import SceneSpec
 
 MilestoneKind = Literal["approach", "pick", "place", "close", "turnon"]
@@ -71,8 +71,7 @@ def placed(scene: SceneSpec, ws: WorldState, obj: str, target: str,
     p = np.asarray(o.position)
     tc = np.asarray(t.position)
     ts = np.asarray(t.size or (0.0, 0.0, 0.0))
-    rot = quat_to_mat(t.orientation or (1.0, 0.0, 0.0, 0.0))
-    local = rot.T @ (p - tc)
+    local = to_local(tc, quat_to_mat(t.orientation or IDENTITY), p)
     if t.kind == "region" and relation == "in":
         return bool(np.all(np.abs(local[:2]) <= ts[:2] / 2)
                     and -ts[2] / 2 - 0.01 <= local[2] <= ts[2] / 2)
@@ -137,7 +136,11 @@ class TaskProgress:
     def _holds(self, m: Milestone, st: WorldState, first: WorldState) -> bool:
         if m.kind == "approach":
             hand, obj = st.objects.get("robot_hand"), st.objects[m.subject]
-            return hand is not None and _gap(_box3(hand), _box3(obj)) <= 0.05
+            if hand is None:
+                return False
+            gap = box_gap(footprint_box(hand.position, hand.size, hand.orientation),
+                          footprint_box(obj.position, obj.size, obj.orientation))
+            return gap <= 0.05
         if m.kind == "pick":
             lifted = st.objects[m.subject].position[2] - first.objects[m.subject].position[2]
             return bool(st.fact(f"grasped({m.subject})")) and lifted >= 0.03
@@ -166,32 +169,3 @@ class TaskProgress:
             if not m.achieved and (monitored is None or monitored(m)):
                 return {"milestone": m.to_json(), "t": fault_t, "event": "incomplete"}
         return {"milestone": None, "t": None, "event": None}
-
-
-def _box3(e: EntityState) -> tuple[float, ...]:
-    """World axis-aligned box of an entity's size box (spec §3 geometry)."""
-    x0, y0, x1, y1 = footprint(e)
-    z, hz = e.position[2], (e.size or (0.0, 0.0, 0.0))[2] / 2
-    return (x0, y0, z - hz, x1, y1, z + hz)
-
-
-def _gap(a: tuple[float, ...], b: tuple[float, ...]) -> float:
-    d = [max(b[i] - a[i + 3], a[i] - b[i + 3], 0.0) for i in range(3)]
-    return math.sqrt(sum(v * v for v in d))
-
-
-def yaw_of(quat: Sequence[float] | None) -> float:
-    if quat is None:
-        return 0.0
-    w, x, y, z = quat
-    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-
-
-def footprint(e: EntityState) -> tuple[float, float, float, float]:
-    """World xy box (xmin, ymin, xmax, ymax) of an entity's size box turned by its yaw."""
-    x, y, _ = e.position
-    sx, sy, _ = e.size or (0.0, 0.0, 0.0)
-    a = yaw_of(e.orientation)
-    hx = abs(math.cos(a)) * sx / 2 + abs(math.sin(a)) * sy / 2
-    hy = abs(math.sin(a)) * sx / 2 + abs(math.cos(a)) * sy / 2
-    return (x - hx, y - hy, x + hx, y + hy)

@@ -14,10 +14,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mango.oracle.world_state import WorldState
+from mango.geometry import (
+    IDENTITY,
+    footprint,
+    frame_quat,
+    nearest_angle,
+    quat_to_mat,
+    quat_yaw,
+    yaw_matrix_2d,
+)
+from mango.oracle.world_state import EntityState, WorldState
 from mango.sim.expert.arm import CLOSED, DT, FINGERTIP, OPEN, SYNC, ExpertError, PlannedArm
-from mango.sim.expert.milestones import footprint, yaw_of
-from mango.sim.ik import mat_to_quat, quat_to_mat
 from mango.sim.scene import ARTICULATED, EntitySpec, SceneSpec
 
 Skill = Generator[object, None, None]
@@ -44,13 +51,7 @@ def down_quat(opening_yaw: float) -> np.ndarray:
     """Gripper pointing down with the fingers opening along world direction `opening_yaw`."""
     y = np.array([math.cos(opening_yaw), math.sin(opening_yaw), 0.0])
     z = np.array([0.0, 0.0, -1.0])
-    x = np.cross(y, z)
-    return mat_to_quat(np.column_stack([x, y, z]))
-
-
-def nearest_mod(a: float, ref: float, period: float) -> float:
-    """The angle a + k*period closest to ref."""
-    return a + period * round((ref - a) / period)
+    return frame_quat(np.cross(y, z), y, z)
 
 
 def side_quat(arm: PlannedArm, d: np.ndarray) -> np.ndarray:
@@ -59,7 +60,7 @@ def side_quat(arm: PlannedArm, d: np.ndarray) -> np.ndarray:
     y = np.array([-d[1], d[0], 0.0])
     if float(np.dot(quat_to_mat(quat)[:, 1], y)) < 0:
         y = -y
-    return mat_to_quat(np.column_stack([np.cross(y, d), y, d]))
+    return frame_quat(np.cross(y, d), y, d)
 
 
 def grasp_yaw(arm: PlannedArm, ent: EntitySpec, yaw: float) -> float:
@@ -69,7 +70,26 @@ def grasp_yaw(arm: PlannedArm, ent: EntitySpec, yaw: float) -> float:
         return arm.opening_yaw()
     # a mug is taken across its body (away from the handle), a box across its short side
     a = yaw + math.pi / 2 if ent.shape == "mug" or sx > sy else yaw
-    return nearest_mod(a, arm.opening_yaw(), math.pi)
+    return nearest_angle(a, arm.opening_yaw(), math.pi)
+
+
+def _close_and_lift(ctx: SkillContext, obj: str, z: float, lift: np.ndarray, speed: float,
+                    on_closed: Callable[[], None] | None) -> Grasp:
+    """Close the hand (at height z) on `obj` and lift to `lift`: the grasp offset if `obj`
+    is held then, else None with the hand opened again."""
+    arm = ctx.arm
+    yield arm.hold(0.15)
+    yield arm.hold(0.7, CLOSED)
+    yield SYNC
+    if on_closed is not None:
+        on_closed()
+    offset = z - (ctx.state.objects[obj].position[2] - ctx.scene.entity(obj).size[2] / 2)
+    yield arm.line(lift, speed=speed)
+    yield SYNC
+    if ctx.state.fact(f"grasped({obj})"):
+        return offset
+    yield arm.hold(0.4, OPEN)
+    return None
 
 
 def grasp(ctx: SkillContext, obj: str,
@@ -81,7 +101,7 @@ def grasp(ctx: SkillContext, obj: str,
     for _attempt in range(3):
         st = ctx.state.objects[obj]
         c = np.asarray(st.position)
-        yaw = yaw_of(st.orientation)
+        yaw = quat_yaw(st.orientation)
         h = ent.size[2]
         z = max(c[2] + h / 2 - 0.022, c[2] - h / 2 + FINGERTIP + 0.003)
         a = grasp_yaw(arm, ent, yaw)
@@ -89,17 +109,10 @@ def grasp(ctx: SkillContext, obj: str,
         above = np.array([c[0], c[1], z + 0.12])
         yield from arm.travel_to(above, quat, width=OPEN)
         yield arm.line(np.array([c[0], c[1], z]), speed=arm.approach_speed)
-        yield arm.hold(0.15)
-        yield arm.hold(0.7, CLOSED)
-        yield SYNC
-        if on_closed is not None:
-            on_closed()
-        offset = z - (ctx.state.objects[obj].position[2] - h / 2)
-        yield arm.line(np.array([c[0], c[1], arm.travel_z]), speed=arm.approach_speed)
-        yield SYNC
-        if ctx.state.fact(f"grasped({obj})"):
+        lift = np.array([c[0], c[1], arm.travel_z])
+        offset = yield from _close_and_lift(ctx, obj, z, lift, arm.approach_speed, on_closed)
+        if offset is not None:
             return offset
-        yield arm.hold(0.4, OPEN)
     return None
 
 
@@ -119,17 +132,10 @@ def grasp_side(ctx: SkillContext, obj: str, d: np.ndarray,
         yield from arm.travel_to(pre + np.array([0, 0, 0.09]), width=OPEN)
         yield arm.line(pre, side_quat(arm, d), speed=arm.approach_speed)
         yield arm.line(at, speed=0.1)
-        yield arm.hold(0.15)
-        yield arm.hold(0.7, CLOSED)
-        yield SYNC
-        if on_closed is not None:
-            on_closed()
-        offset = z - (ctx.state.objects[obj].position[2] - h / 2)
-        yield arm.line(at + np.array([0, 0, 0.05]), speed=0.1)
-        yield SYNC
-        if ctx.state.fact(f"grasped({obj})"):
+        offset = yield from _close_and_lift(ctx, obj, z, at + np.array([0, 0, 0.05]), 0.1,
+                                            on_closed)
+        if offset is not None:
             return offset
-        yield arm.hold(0.4, OPEN)
         yield arm.line(pre, speed=arm.approach_speed)
         yield arm.line(pre + np.array([0, 0, 0.09]), down_quat(arm.opening_yaw()),
                        speed=arm.approach_speed)
@@ -141,11 +147,10 @@ def place_point(ctx: SkillContext, target: str,
     """Release xy (`offset` in the target's frame), the support height under it and the
     yaw the target wants."""
     tgt = ctx.state.objects[target]
-    tyaw = yaw_of(tgt.orientation)
+    tyaw = quat_yaw(tgt.orientation)
     c = np.asarray(tgt.position)
     off = np.array(offset)
-    rot = np.array([[math.cos(tyaw), -math.sin(tyaw)], [math.sin(tyaw), math.cos(tyaw)]])
-    xy = c[:2] + rot @ off
+    xy = c[:2] + yaw_matrix_2d(tyaw) @ off
     size = tgt.size or (0.0, 0.0, 0.0)
     support = c[2] - size[2] / 2 if tgt.kind == "region" else c[2] + size[2] / 2
     return np.array([xy[0], xy[1]]), support, tyaw
@@ -158,12 +163,12 @@ def beside(ctx: SkillContext, target: str, obj: str) -> np.ndarray:
     included (an open drawer sticks out of its cabinet).
     """
     ws, scene = ctx.state, ctx.scene
-    tx0, ty0, tx1, ty1 = footprint(ws.objects[target])
+    tx0, ty0, tx1, ty1 = _footprint(ws.objects[target])
     c = np.array([(tx0 + tx1) / 2, (ty0 + ty1) / 2])
     half = np.array([(tx1 - tx0) / 2, (ty1 - ty0) / 2])
     ent = scene.entity(obj)
     r = math.hypot(ent.size[0], ent.size[1]) / 2
-    blockers = [footprint(o) for k, o in ws.objects.items()
+    blockers = [_footprint(o) for k, o in ws.objects.items()
                 if k != obj and o.kind in ("object", "fixture", "device", "region")]
     base = np.asarray(scene.robot.base[:2])
     lim = np.array(scene.table.size) / 2 - r - 0.03
@@ -181,14 +186,18 @@ def beside(ctx: SkillContext, target: str, obj: str) -> np.ndarray:
     raise ExpertError(f"no free spot next to {target} to put {obj}")
 
 
+def _footprint(e: EntityState) -> tuple[float, float, float, float]:
+    return footprint(e.position, e.size, e.orientation)
+
+
 def carry_quat(ctx: SkillContext, obj: str, target_yaw: float) -> np.ndarray:
     """Hand orientation for carrying `obj`: its yaw relative to the hand kept, turned to the
     target's yaw (mod 90°) unless it is round."""
     st = ctx.state.objects[obj]
-    oyaw = yaw_of(st.orientation)
+    oyaw = quat_yaw(st.orientation)
     a = ctx.arm.opening_yaw()
     if ctx.scene.entity(obj).shape not in ("cylinder", "plate", "mug"):
-        turn = nearest_mod(target_yaw - oyaw, 0.0, math.pi / 2)
+        turn = nearest_angle(target_yaw - oyaw, 0.0, math.pi / 2)
         a = a + turn
     return down_quat(a)
 
@@ -248,7 +257,7 @@ def cavity_direction(ctx: SkillContext, target: str) -> np.ndarray:
     """Horizontal direction into a cavity target: its parent's (or its own) +x axis."""
     tgt = ctx.state.objects[target]
     frame = ctx.state.objects.get(tgt.parent or "", tgt)
-    d = quat_to_mat(frame.orientation or (1.0, 0.0, 0.0, 0.0))[:, 0].copy()
+    d = quat_to_mat(frame.orientation or IDENTITY)[:, 0].copy()
     d[2] = 0.0
     d /= np.linalg.norm(d)
     return d
