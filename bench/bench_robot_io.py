@@ -173,9 +173,10 @@ def bench_control(tmp: Path, trials: int = 8) -> dict[str, float]:
 def bench_policies(n: int = 30) -> dict[str, tuple[float, float]]:
     from websockets.sync.server import serve
 
-    from mango.control import load_robot, make_kinematics
+    from mango.control import load_robot
     from mango.policy import Observation, Policy, PolicyConfig, make_backend
     from mango.policy import msgpack_numpy as mnp
+    from mango.policy.kinematics import make_kinematics
     from mango.policy.openpi import OpenPIBackend, OpenPIClient
     from mango.policy.openvla import OpenVLABackend, dumps, loads
     from mango.policy.presets import get_preset

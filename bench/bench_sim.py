@@ -13,7 +13,7 @@ import numpy as np
 
 def _rtf(scene: str, seconds: float, cameras: tuple[str, ...], hz: float, seg: bool) -> float:
     from mango.sim.env import SimEnv
-    from mango.sim.expert import ExpertPolicy
+    from mango.sim.expert.policy import ExpertPolicy
 
     env = SimEnv(scene, seed=0, cameras=cameras, image_size=(224, 224))
     policy = ExpertPolicy(env.scene)

@@ -93,3 +93,7 @@ class ProblemLog:
     def summary(self) -> list[str]:
         """One line per distinct problem with its count, first seen first."""
         return [f"{n}x {key}" for key, n in self.counts.items()]
+
+
+class UnreachableError(ValueError):
+    """A Cartesian hand pose the arm cannot reach (the message says by how much)."""

@@ -15,10 +15,10 @@ from mango.control import (
     MotionPlanner,
     chunk_to_trajectory,
     load_robot,
-    make_kinematics,
     validate_trajectory,
 )
 from mango.errors import InputError
+from mango.policy.kinematics import make_kinematics
 
 SIM = load_robot("sim_fr3")
 FR3 = load_robot("fr3")

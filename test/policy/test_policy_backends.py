@@ -21,9 +21,10 @@ import numpy as np
 import pytest
 from websockets.sync.server import ServerConnection, serve
 
-from mango.control import load_robot, make_kinematics
+from mango.control import load_robot
 from mango.errors import InputError
 from mango.policy import Observation, Policy, PolicyConfig, PolicyError, make_backend
+from mango.policy.kinematics import make_kinematics
 from mango.policy.openpi import OpenPIBackend, OpenPIClient
 from mango.policy.openvla import OpenVLABackend
 from mango.policy.presets import get_preset

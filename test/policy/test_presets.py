@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mango.control import load_robot, make_kinematics
+from mango.control import load_robot
 from mango.policy import PRESETS, Observation, PolicyError, get_preset
+from mango.policy.kinematics import make_kinematics
 
 ROBOT = load_robot("sim_fr3")
 KIN = make_kinematics(ROBOT)

@@ -25,8 +25,9 @@ from sensor_msgs.msg import JointState
 from support.ros import Processes, wait_for
 
 from mango.client import ActionTask, Outcome, Robot, TaskResult
-from mango.control import JointTrajectory, MotionCommand, load_robot, make_kinematics
+from mango.control import JointTrajectory, MotionCommand, load_robot
 from mango.nodes.actions import ActionClient
+from mango.policy.kinematics import make_kinematics
 from mango.ros.trajectory_msg import chunk_goal
 from mango_ros.action import ExecuteChunk
 

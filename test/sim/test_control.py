@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mango.errors import InputError
+from mango.errors import InputError, UnreachableError
+from mango.geometry import rotation_angle
 from mango.sim.env import SimEnv
-from mango.sim.expert import down_quat
-from mango.sim.ik import UnreachableError, rotation_error
+from mango.sim.expert.motions import down_quat
 from mango.sim.scene import FR3_JOINTS
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sim"
@@ -93,6 +93,6 @@ def test_cartesian_target_through_ik(env: SimEnv) -> None:
     pos, got = env.hand_pose()
     assert np.allclose(env.joint_positions(), q, atol=0.02)
     assert np.linalg.norm(pos - goal) < 0.01
-    assert math.degrees(rotation_error(quat, got)) < 2.0
+    assert math.degrees(rotation_angle(quat, got)) < 2.0
     with pytest.raises(UnreachableError, match="unreachable"):
         env.set_cartesian_target([2.0, 0.0, 1.0], quat)

@@ -8,7 +8,7 @@ import pytest
 from mango.oracle.symbolic import SymbolicOracle
 from mango.oracle.tracker import check_trace
 from mango.sim.env import SimEnv
-from mango.sim.expert import ExpertPolicy
+from mango.sim.expert.policy import ExpertPolicy
 from mango.sim.runner import load_oracle_json, run_episode
 
 

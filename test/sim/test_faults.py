@@ -7,7 +7,7 @@ import pytest
 from mango.errors import InputError
 from mango.oracle.symbolic import SymbolicOracle
 from mango.oracle.tracker import check_trace
-from mango.sim.expert import ExpertPolicy
+from mango.sim.expert.policy import ExpertPolicy
 from mango.sim.faults import Fault, parse_fault
 from mango.sim.runner import load_oracle_json, run_episode
 from mango.sim.scene import SCENES_DIR, load_scene

@@ -9,8 +9,9 @@ import mujoco
 import numpy as np
 import pytest
 
+from mango.errors import UnreachableError
+from mango.geometry import rotation_angle
 from mango.sim.env import SimEnv
-from mango.sim.ik import UnreachableError, rotation_error
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sim"
 
@@ -42,7 +43,7 @@ def test_random_reachable_poses(env: SimEnv) -> None:
         got_q = np.zeros(4)
         mujoco.mju_mat2Quat(got_q, data.site_xmat[env.built.hand_site])
         assert np.linalg.norm(data.site_xpos[env.built.hand_site] - pos) < 1e-3
-        assert math.degrees(rotation_error(quat, got_q)) < 1.0
+        assert math.degrees(rotation_angle(quat, got_q)) < 1.0
 
 
 def test_unreachable_pose_is_reported(env: SimEnv) -> None:

@@ -93,7 +93,7 @@ def run(
 
     from mango.errors import InputError
     from mango.sim.env import as_scene
-    from mango.sim.expert import ExpertPolicy
+    from mango.sim.expert.policy import ExpertPolicy
     from mango.sim.faults import parse_fault
     from mango.sim.runner import run_episode, write_outputs
 

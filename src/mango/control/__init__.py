@@ -1,17 +1,12 @@
-"""Robot control core (no ROS): robot limits as data, goal validation, trajectories,
-mid-level motion planning through IK, the measured joint state, goal bookkeeping and the arm
-controller that runs goals on a backend (`mango.control.backends`)."""
+"""Robot control core (no ROS, no simulator): robot limits as data, goal validation,
+trajectories, mid-level motion planning through IK behind the `Kinematics` protocol, the
+measured joint state, goal bookkeeping and the arm controller that runs goals on a backend
+(`mango.control.backends`)."""
 
 from mango.control.controller import ArmController, ChunkGoal, ChunkResult, MotionResult
 from mango.control.goals import GoalRun, GoalSlot, GoalStatus, Outcome
 from mango.control.joint_state import JointStateReader, Measured
-from mango.control.kinematics import (
-    FR3Kinematics,
-    Kinematics,
-    SimKinematics,
-    Unreachable,
-    make_kinematics,
-)
+from mango.control.kinematics import FR3Kinematics, Kinematics
 from mango.control.motion import MOTION_KINDS, MotionCommand, MotionPlanner, PlannedMotion
 from mango.control.robot import RobotConfig, WorkspaceBox, load_robot
 from mango.control.trajectory import JointTrajectory, chunk_to_trajectory
@@ -37,12 +32,9 @@ __all__ = [
     "Outcome",
     "PlannedMotion",
     "RobotConfig",
-    "SimKinematics",
-    "Unreachable",
     "WorkspaceBox",
     "check_workspace",
     "chunk_to_trajectory",
     "load_robot",
-    "make_kinematics",
     "validate_trajectory",
 ]

@@ -1,9 +1,11 @@
 """Forward/inverse kinematics of the hand in the robot base frame, behind one small protocol.
 
-`SimKinematics` is the embedded simulator's arm (the sim issue's `IKSolver` on `build_robot`
-kinematics); `FR3Kinematics` is the real FR3 from Franka's published Denavit-Hartenberg table
-(the simulated Panda's joint 6 zero differs from the real arm's, so one cannot stand in for
-the other). Both answer in the base frame with quaternions [w, x, y, z].
+`Kinematics` is what control needs from an arm model; `FR3Kinematics` is the real FR3 from
+Franka's published Denavit-Hartenberg table. The simulated arm (`mango.sim.kinematics`)
+satisfies the same protocol; control never imports the simulator, so the layer that composes
+them (`mango.policy.kinematics.make_kinematics`) picks one per robot file. (The simulated
+Panda's joint 6 zero differs from the real arm's, so one cannot stand in for the other.) Both
+answer in the base frame with quaternions [w, x, y, z] and raise `UnreachableError`.
 """
 
 from __future__ import annotations
@@ -15,10 +17,8 @@ from typing import Protocol
 import numpy as np
 
 from mango.control.robot import RobotConfig
-
-
-class Unreachable(ValueError):
-    """A Cartesian target the arm cannot reach (the message says by how much)."""
+from mango.errors import UnreachableError
+from mango.geometry import axis_angle_to_mat, mat_to_axis_angle, mat_to_quat, quat_to_mat
 
 
 class Kinematics(Protocol):
@@ -28,34 +28,8 @@ class Kinematics(Protocol):
 
     def ik(self, pos: Sequence[float], quat: Sequence[float],
            seed: Sequence[float]) -> np.ndarray:
-        """Joint positions reaching the pose (near `seed`); raises `Unreachable`."""
+        """Joint positions reaching the pose (near `seed`); raises `UnreachableError`."""
         ...
-
-
-class SimKinematics:
-    """The simulator's arm model (base at the origin), solved with the sim's `IKSolver`."""
-
-    def __init__(self) -> None:
-        from mango.sim.build import build_robot
-        from mango.sim.ik import IKSolver
-        from mango.sim.scene import RobotSpec, SceneSpec
-
-        bare = SceneSpec(name="robot", instruction="", goal="true", entities=[], expert=[],
-                         robot=RobotSpec(base=(0.0, 0.0, 0.0)))
-        kin = build_robot(bare)
-        joint_ids = [int(kin.model.actuator_trnid[a, 0]) for a in kin.arm_actuators]
-        self._solver = IKSolver(kin.model, kin.hand_site, kin.arm_qpos, kin.arm_dof, joint_ids,
-                                random_starts=2)
-
-    def fk(self, q: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-        return self._solver.fk(np.asarray(q, float))
-
-    def ik(self, pos: Sequence[float], quat: Sequence[float],
-           seed: Sequence[float]) -> np.ndarray:
-        res = self._solver.solve(pos, quat, seed)
-        if not res.ok:
-            raise Unreachable(res.message)
-        return res.q
 
 
 # Franka's DH table (Craig's convention): a, d, alpha per joint, then the flange.
@@ -73,52 +47,6 @@ def _dh(a: float, d: float, alpha: float, theta: float) -> np.ndarray:
     ca, sa, ct, st = math.cos(alpha), math.sin(alpha), math.cos(theta), math.sin(theta)
     return np.array([[ct, -st, 0, a], [st * ca, ct * ca, -sa, -d * sa],
                      [st * sa, ct * sa, ca, d * ca], [0, 0, 0, 1.0]])
-
-
-def mat_to_quat(m: np.ndarray) -> np.ndarray:
-    """Rotation matrix -> unit quaternion [w, x, y, z] (w >= 0)."""
-    t = np.trace(m)
-    if t > 0:
-        s = math.sqrt(t + 1.0) * 2
-        q = [0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s]
-    else:
-        i = int(np.argmax(np.diag(m)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = math.sqrt(1.0 + m[i, i] - m[j, j] - m[k, k]) * 2
-        q = [0.0, 0.0, 0.0, 0.0]
-        q[0] = (m[k, j] - m[j, k]) / s
-        q[1 + i] = 0.25 * s
-        q[1 + j] = (m[j, i] + m[i, j]) / s
-        q[1 + k] = (m[k, i] + m[i, k]) / s
-    out = np.asarray(q, float)
-    out /= np.linalg.norm(out)
-    return -out if out[0] < 0 else out
-
-
-def quat_to_mat(q: Sequence[float]) -> np.ndarray:
-    w, x, y, z = np.asarray(q, float) / np.linalg.norm(q)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-
-
-def axis_angle_to_mat(rotvec: Sequence[float]) -> np.ndarray:
-    v = np.asarray(rotvec, float)
-    th = float(np.linalg.norm(v))
-    if th < 1e-12:
-        return np.eye(3)
-    k = v / th
-    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
-    return np.eye(3) + math.sin(th) * kx + (1 - math.cos(th)) * kx @ kx
-
-
-def mat_to_axis_angle(m: np.ndarray) -> np.ndarray:
-    q = mat_to_quat(m)
-    s = float(np.linalg.norm(q[1:]))
-    if s < 1e-12:
-        return np.zeros(3)
-    return q[1:] / s * 2 * math.atan2(s, q[0])
 
 
 class FR3Kinematics:
@@ -167,10 +95,6 @@ class FR3Kinematics:
         pe, re = float(np.linalg.norm(err[:3])), float(np.linalg.norm(err[3:]))
         if pe < 1e-3 and re < math.radians(1.0):
             return q
-        raise Unreachable(f"pose unreachable: position {np.round(target_p, 4).tolist()}, "
-                          f"best error {pe * 1000:.1f} mm, {math.degrees(re):.1f} deg")
+        raise UnreachableError(f"pose unreachable: position {np.round(target_p, 4).tolist()}, "
+                               f"best error {pe * 1000:.1f} mm, {math.degrees(re):.1f} deg")
 
-
-def make_kinematics(robot: RobotConfig) -> Kinematics:
-    """The kinematics the robot file names."""
-    return SimKinematics() if robot.kinematics == "sim" else FR3Kinematics(robot)

@@ -16,11 +16,12 @@ from typing import Literal
 
 import numpy as np
 
-from mango.control.kinematics import Kinematics, Unreachable, axis_angle_to_mat, mat_to_quat
-from mango.control.kinematics import quat_to_mat as _quat_to_mat
+from mango.control.kinematics import Kinematics
 from mango.control.robot import RobotConfig
 from mango.control.trajectory import JointTrajectory
 from mango.control.validation import GoalRejected, validate_trajectory
+from mango.errors import UnreachableError
+from mango.geometry import axis_angle_to_mat, mat_to_quat, quat_to_mat
 
 MotionKind = Literal["move", "rotate", "gripper_open", "gripper_close", "gripper_width", "wait",
                      "home"]
@@ -134,7 +135,7 @@ class MotionPlanner:
     def _cartesian(self, cmd: MotionCommand, q: np.ndarray, width: float, offset: np.ndarray,
                    rotvec: np.ndarray | None) -> PlannedMotion:
         p0, quat0 = self.kinematics.fk(q)
-        r0 = _quat_to_mat(quat0)
+        r0 = quat_to_mat(quat0)
         dist = float(np.linalg.norm(offset))
         ang = float(np.linalg.norm(rotvec)) if rotvec is not None else 0.0
         duration = max(dist / self.linear_speed, ang / self.angular_speed, 0.2)
@@ -151,7 +152,7 @@ class MotionPlanner:
             rot = r0 if rotvec is None else axis_angle_to_mat(rotvec * s) @ r0
             try:
                 qi = self.kinematics.ik(p0 + s * offset, mat_to_quat(rot), seed)
-            except Unreachable as exc:
+            except UnreachableError as exc:
                 raise GoalRejected(str(exc)) from None
             if float(np.max(np.abs(qi - seed))) > MAX_JUMP:
                 raise GoalRejected(f"no continuous joint path (waypoint {i} of {n} would jump "

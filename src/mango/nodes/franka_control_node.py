@@ -38,13 +38,13 @@ from mango.control import (
     GoalStatus,
     JointStateReader,
     load_robot,
-    make_kinematics,
 )
 from mango.control.backends import ControlBackend, FrankaRos2Backend, FrankaSettings, SimBackend
 from mango.errors import InputError
 from mango.nodes.actions import action_server
 from mango.nodes.common import run_node
 from mango.nodes.franka_actions import FrankaActions
+from mango.policy.kinematics import make_kinematics
 from mango.ros.motion_msg import command_from_msg
 from mango.ros.trajectory_msg import point_positions, point_times
 from mango_ros.action import ExecuteChunk, ExecuteMotion

@@ -30,7 +30,7 @@ from mango.nodes.common import run_node
 from mango.ros.images import camera_info, numpy_to_image
 from mango.ros.world_state_msg import WORLD_FRAME, stamp_from_seconds, state_to_msg
 from mango.sim.env import SimEnv
-from mango.sim.expert import ExpertPolicy
+from mango.sim.expert.policy import ExpertPolicy
 from mango.sim.faults import parse_fault
 from mango.sim.runner import make_labels
 from mango.sim.scene import FR3_JOINTS

@@ -27,11 +27,12 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
 
 from mango.bags.world_state_cdr import decode_world_state
-from mango.control import chunk_to_trajectory, load_robot, make_kinematics
+from mango.control import chunk_to_trajectory, load_robot
 from mango.errors import InputError, from_validation_error
 from mango.nodes.actions import ActionClient, action_server
 from mango.nodes.common import run_node
 from mango.policy import Observation, PolicyConfig, PolicyError, make_policy
+from mango.policy.kinematics import make_kinematics
 from mango.ros.images import image_to_numpy
 from mango.ros.trajectory_msg import chunk_goal
 from mango_ros.action import ExecuteChunk, RunPolicy

@@ -39,12 +39,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 from mango.errors import InputError
+from mango.geometry import Box, box_gap, rotated_half_extents
 from mango.oracle.world_state import DEFAULT_CLOSED_FRAC, ROBOT_PARTS, WorldState
 
 GRIPPER_PARTS = frozenset({"robot_gripper", "robot_left_finger", "robot_right_finger"})
 _ROBOT = frozenset(ROBOT_PARTS)
 
-Box = tuple[float, float, float, float, float, float]  # xmin, ymin, zmin, xmax, ymax, zmax
 
 
 class EvaluationError(InputError):
@@ -169,7 +169,7 @@ class StateView:
                     if ext is None:
                         if len(self._extents) > 100_000:
                             self._extents.clear()
-                        ext = self._extents[key] = _rotated_half_extents(q, hx, hy, hz)
+                        ext = self._extents[key] = rotated_half_extents(q, hx, hy, hz)
                     hx, hy, hz = ext
                 b = (x - hx, y - hy, z - hz, x + hx, y + hy, z + hz)
             self._boxes[name] = b
@@ -269,27 +269,6 @@ def _fact_memo(facts: dict[str, bool]) -> dict[str, bool]:
     return out
 
 
-def _rotated_half_extents(
-    q: tuple[float, float, float, float], hx: float, hy: float, hz: float
-) -> tuple[float, float, float]:
-    w, x, y, z = q
-    r00, r01, r02 = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
-    r10, r11, r12 = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
-    r20, r21, r22 = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
-    return (
-        abs(r00) * hx + abs(r01) * hy + abs(r02) * hz,
-        abs(r10) * hx + abs(r11) * hy + abs(r12) * hz,
-        abs(r20) * hx + abs(r21) * hy + abs(r22) * hz,
-    )
-
-
-def _gap(a: Box, b: Box) -> float:
-    dx = max(b[0] - a[3], a[0] - b[3], 0.0)
-    dy = max(b[1] - a[4], a[1] - b[4], 0.0)
-    dz = max(b[2] - a[5], a[2] - b[5], 0.0)
-    return math.sqrt(dx * dx + dy * dy + dz * dz)
-
-
 # ------------------------------------------------------------------------------- predicates
 
 
@@ -339,7 +318,7 @@ def p_grasped(v: StateView, a: str) -> bool:
         return _gripper_closed(v)
     if touch or not _gripper_closed(v) or "robot_hand" not in v.state.objects:
         return False
-    return _gap(v.box("robot_hand"), v.box(a)) <= v.th.grasp_hand_margin
+    return box_gap(v.box("robot_hand"), v.box(a)) <= v.th.grasp_hand_margin
 
 
 def p_incontact(v: StateView, a: str, b: str) -> bool:
@@ -349,7 +328,7 @@ def p_incontact(v: StateView, a: str, b: str) -> bool:
         return b in v.touching(a)
     if (a in _ROBOT and a not in v.state.objects) or (b in _ROBOT and b not in v.state.objects):
         return False
-    return _gap(v.box(a), v.box(b)) <= v.th.contact_gap
+    return box_gap(v.box(a), v.box(b)) <= v.th.contact_gap
 
 
 def p_open(v: StateView, j: str) -> bool:
@@ -392,7 +371,7 @@ def p_right_of(v: StateView, a: str, b: str) -> bool:
 
 
 def p_near(v: StateView, a: str, b: str) -> bool:
-    return _gap(v.box(a), v.box(b)) <= v.th.near_distance
+    return box_gap(v.box(a), v.box(b)) <= v.th.near_distance
 
 
 Implementation = Callable[..., bool]

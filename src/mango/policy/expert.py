@@ -15,7 +15,7 @@ class ExpertBackend:
 
     def __init__(self, scene: str, fault: str | None, preset: ObservationPreset) -> None:
         from mango.sim.env import as_scene
-        from mango.sim.expert import ExpertPolicy
+        from mango.sim.expert.policy import ExpertPolicy
         from mango.sim.faults import parse_fault
 
         self.scene = as_scene(scene)

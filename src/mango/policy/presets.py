@@ -15,14 +15,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from mango.control.kinematics import (
-    Kinematics,
-    Unreachable,
-    axis_angle_to_mat,
-    mat_to_axis_angle,
-    mat_to_quat,
-)
-from mango.control.kinematics import quat_to_mat as _quat_to_mat
+from mango.control.kinematics import Kinematics
+from mango.errors import UnreachableError
+from mango.geometry import axis_angle_to_mat, mat_to_axis_angle, mat_to_quat
+from mango.geometry import quat_to_mat as _quat_to_mat
 from mango.imaging import resize_with_pad
 from mango.oracle.world_state import WorldState
 
@@ -128,7 +124,7 @@ def _ee_deltas_to_joints(a: np.ndarray, width: np.ndarray, obs: Observation,
         rot = axis_angle_to_mat(row[3:6] * spec.rot_scale) @ rot
         try:
             q = kinematics.ik(pos, mat_to_quat(rot), q)
-        except Unreachable as exc:
+        except UnreachableError as exc:
             if not rows:
                 raise PolicyError(f"first action of the chunk is unreachable: {exc}") from None
             break  # execute the reachable prefix; the next query starts from there

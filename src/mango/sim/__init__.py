@@ -6,7 +6,9 @@ Public API (imported lazily so that `import mango.sim` does not load MuJoCo):
   `step(action)`, `step_chunk(actions[Hx8])`, `set_joint_targets(q, width)`,
   `world_state()`, `render(camera)`, `camera_info(name)`, `joint_positions()`, `time`.
 - `IKSolver` (from `SimEnv.ik_solver()`): `solve(pos, quat, seed) -> IKResult`, `require`.
-- `ExpertPolicy(scene, fault)`: `act(world_state, joint_positions) -> chunk`, `done`.
+- `SimKinematics()`: the simulated arm behind control's `Kinematics` protocol (`fk`, `ik`).
+- `ExpertPolicy(scene, fault)`: `act(world_state, joint_positions) -> chunk`, `done`; its
+  motion primitives and fixture skills live in `mango.sim.expert` (usable on their own).
 - `run_episode(scene, seed, fault)`, `parse_fault("drop@0.5")`, `load_scene(path)`.
 """
 
@@ -25,9 +27,9 @@ _EXPORTS = {
     "CameraInfo": "mango.sim.env",
     "IKSolver": "mango.sim.ik",
     "IKResult": "mango.sim.ik",
-    "UnreachableError": "mango.sim.ik",
-    "ExpertPolicy": "mango.sim.expert",
-    "Milestone": "mango.sim.expert",
+    "SimKinematics": "mango.sim.kinematics",
+    "ExpertPolicy": "mango.sim.expert.policy",
+    "Milestone": "mango.sim.expert.milestones",
     "Fault": "mango.sim.faults",
     "parse_fault": "mango.sim.faults",
     "run_episode": "mango.sim.runner",

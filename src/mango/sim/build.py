@@ -15,6 +15,7 @@ import mujoco
 import numpy as np
 
 from mango.errors import InputError
+from mango.geometry import frame_quat, yaw_quat
 from mango.sim.scene import ARTICULATED, EntitySpec, SceneSpec
 
 CONTROL_HZ = 15.0
@@ -92,20 +93,12 @@ class BuiltScene:
     seg_ids: list[str] = field(default_factory=list)  # segmentation index -> id
 
 
-def _quat_yaw(deg: float) -> list[float]:
-    a = math.radians(deg) / 2
-    return [math.cos(a), 0.0, 0.0, math.sin(a)]
-
-
 def _mat_quat_cols(x: tuple[float, ...], y: tuple[float, ...], z: tuple[float, ...]) -> list:
     """Quaternion of the rotation whose columns are x, y, z (orthonormalised)."""
     zz = np.asarray(z, float) / np.linalg.norm(z)
     xx = np.asarray(x, float) - np.dot(x, zz) * zz
     xx /= np.linalg.norm(xx)
-    yy = np.cross(zz, xx)
-    q = np.zeros(4)
-    mujoco.mju_mat2Quat(q, np.column_stack([xx, yy, zz]).flatten())
-    return q.tolist()
+    return frame_quat(xx, np.cross(zz, xx), zz).tolist()
 
 
 def _lookat_quat(pos: tuple[float, ...], target: tuple[float, ...]) -> list[float]:
@@ -117,10 +110,7 @@ def _lookat_quat(pos: tuple[float, ...], target: tuple[float, ...]) -> list[floa
     if np.linalg.norm(x) < 1e-6:
         x = np.array([1.0, 0.0, 0.0])
     x /= np.linalg.norm(x)
-    y = np.cross(z, x)
-    q = np.zeros(4)
-    mujoco.mju_mat2Quat(q, np.column_stack([x, y, z]).flatten())
-    return q.tolist()
+    return frame_quat(x, np.cross(z, x), z).tolist()
 
 
 class _Builder:
@@ -226,7 +216,7 @@ class _Builder:
         sx, sy, sz = e.size
         z = sc.table.height + sz / 2
         body = self.spec.worldbody.add_body(
-            name=e.id, pos=[e.position[0], e.position[1], z], quat=_quat_yaw(e.yaw)
+            name=e.id, pos=[e.position[0], e.position[1], z], quat=yaw_quat(math.radians(e.yaw))
         )
         rgba = e.color
         grip = {"friction": [1.2, 0.01, 0.0002], "condim": 4}

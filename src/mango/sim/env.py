@@ -22,6 +22,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import mujoco
 
 from mango.errors import InputError
+from mango.geometry import mat_to_quat, yaw_quat
 from mango.oracle.world_state import (
     DeviceState,
     EntityState,
@@ -30,7 +31,7 @@ from mango.oracle.world_state import (
     WorldState,
 )
 from mango.sim.build import CONTROL_HZ, SUBSTEPS, BuiltScene, build_scene
-from mango.sim.ik import IKSolver, mat_to_quat
+from mango.sim.ik import IKSolver
 from mango.sim.scene import ARTICULATED, FR3_JOINTS, SceneSpec, as_scene
 
 log = logging.getLogger(__name__)
@@ -120,7 +121,7 @@ class SimEnv:
                     y = e.position[1] + rng.uniform(-e.jitter[1], e.jitter[1])
                     yaw = math.radians(e.yaw + rng.uniform(-e.yaw_jitter, e.yaw_jitter))
                     d.qpos[a : a + 3] = [x, y, th + e.size[2] / 2 + 0.001]
-                    d.qpos[a + 3 : a + 7] = [math.cos(yaw / 2), 0, 0, math.sin(yaw / 2)]
+                    d.qpos[a + 3 : a + 7] = yaw_quat(yaw)
                 elif e.joint is not None:
                     d.qpos[b.joint_qpos[e.joint.id]] = e.joint.q_init
             self._target = np.concatenate([home, [MAX_WIDTH]])
@@ -218,7 +219,7 @@ class SimEnv:
         """Position and quaternion [w, x, y, z] of the hand centre (between the fingertips)."""
         with self.lock:
             s = self.built.hand_site
-            return self.data.site_xpos[s].copy(), mat_to_quat(self.data.site_xmat[s])
+            return self.data.site_xpos[s].copy(), mat_to_quat(self.data.site_xmat[s].reshape(3, 3))
 
     def ik_solver(self, **kw: float) -> IKSolver:
         """A new IK solver for the hand centre on this scene's model (own scratch data)."""
@@ -253,7 +254,7 @@ class SimEnv:
                 sid = b.region_site[r.id]
                 objects[r.id] = EntityState(
                     position=tuple(d.site_xpos[sid]),
-                    orientation=_unit(mat_to_quat(d.site_xmat[sid])),
+                    orientation=_unit(mat_to_quat(d.site_xmat[sid].reshape(3, 3))),
                     size=r.size,
                     kind="region",
                     parent=r.parent,
@@ -261,7 +262,7 @@ class SimEnv:
             hs = b.hand_site
             objects["robot_hand"] = EntityState(
                 position=tuple(d.site_xpos[hs]),
-                orientation=_unit(mat_to_quat(d.site_xmat[hs])),
+                orientation=_unit(mat_to_quat(d.site_xmat[hs].reshape(3, 3))),
                 size=(0.02, max(self.gripper_width(), 0.001), 0.05),
                 kind="robot",
             )

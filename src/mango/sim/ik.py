@@ -16,6 +16,9 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from mango.errors import UnreachableError
+from mango.geometry import mat_to_quat, rotation_angle
+
 log = logging.getLogger(__name__)
 
 
@@ -29,34 +32,6 @@ class IKResult:
     rot_err: float  # radians
     starts: int  # how many starts of the ladder were tried
     message: str = ""
-
-
-class UnreachableError(RuntimeError):
-    """A Cartesian target no start of the ladder could reach within tolerance."""
-
-
-def quat_mul(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
-    out = np.zeros(4)
-    mujoco.mju_mulQuat(out, np.asarray(a, float), np.asarray(b, float))
-    return out
-
-
-def mat_to_quat(mat: np.ndarray) -> np.ndarray:
-    q = np.zeros(4)
-    mujoco.mju_mat2Quat(q, np.asarray(mat, float).reshape(9))
-    return q
-
-
-def quat_to_mat(quat: Sequence[float]) -> np.ndarray:
-    m = np.zeros(9)
-    mujoco.mju_quat2Mat(m, np.asarray(quat, float))
-    return m.reshape(3, 3)
-
-
-def rotation_error(q_target: Sequence[float], q_actual: Sequence[float]) -> float:
-    """Angle (radians) of the rotation taking q_actual to q_target."""
-    d = abs(float(np.dot(np.asarray(q_target, float), np.asarray(q_actual, float))))
-    return 2.0 * math.acos(min(1.0, d))
 
 
 # hand down above the table, elbow up, wrist mid-range: a good restart for the ladder
@@ -109,7 +84,7 @@ class IKSolver:
         d = self.data
         d.qpos[self.qpos_idx] = q
         mujoco.mj_kinematics(self.model, d)
-        return d.site_xpos[self.site].copy(), mat_to_quat(d.site_xmat[self.site])
+        return d.site_xpos[self.site].copy(), mat_to_quat(d.site_xmat[self.site].reshape(3, 3))
 
     def _descend(self, q0: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
         m, d = self.model, self.data
@@ -124,6 +99,7 @@ class IKSolver:
             mujoco.mj_kinematics(m, d)
             mujoco.mj_comPos(m, d)
             err[:3] = pos - d.site_xpos[self.site]
+            # MuJoCo's own routines on its data in the hot loop (mango.geometry elsewhere)
             mujoco.mju_mat2Quat(cur_q, d.site_xmat[self.site])
             if np.dot(cur_q, quat) < 0:
                 cur_q = -cur_q
@@ -173,7 +149,7 @@ class IKSolver:
             q = self._descend(start, target_p, target_q)
             p, r = self.fk(q)  # independent FK check of the answer
             pe = float(np.linalg.norm(p - target_p))
-            re = rotation_error(target_q, r)
+            re = rotation_angle(target_q, r)
             res = IKResult(q=q, ok=pe < self.accept_pos and re < self.accept_rot, pos_err=pe,
                            rot_err=re, starts=i)
             if res.ok:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,16 +14,17 @@ import numpy as np
 
 from mango.errors import InputError
 from mango.json_files import read_json
+from mango.oracle.expr import Atom, iter_atoms, parse_expression
+from mango.oracle.model import FineGrainedOracle, load_oracle, plan_entries
 from mango.oracle.world_state import WorldState, write_trace
 from mango.sim.build import CONTROL_HZ
 from mango.sim.env import SimEnv, as_scene
-from mango.sim.expert import ExpertPolicy, Milestone
+from mango.sim.expert.milestones import Milestone
+from mango.sim.expert.policy import ExpertPolicy
 from mango.sim.faults import Fault
 from mango.sim.scene import REPO_ROOT, SceneSpec
 
 log = logging.getLogger(__name__)
-
-_ATOM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(([^()]*)\)")
 
 
 @dataclass
@@ -40,30 +40,25 @@ class EpisodeResult:
     video_every: int = 2
 
 
-def oracle_actions(oracle: dict[str, Any]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class MonitoredAction:
+    """An oracle action: its step path and the atoms its monitoring conditions mention."""
+
+    path: str
+    atoms: tuple[Atom, ...]
+
+
+def oracle_actions(oracle: FineGrainedOracle) -> list[MonitoredAction]:
     """Actions of a spec §2 oracle with their step paths and the atoms they monitor."""
-    out: list[dict[str, Any]] = []
-
-    def walk(nodes: list[Any], prefix: str) -> None:
-        for i, node in enumerate(nodes, start=1):
-            path = f"{prefix}.{i}" if prefix else str(i)
-            if not isinstance(node, dict):
-                continue
-            if "action_id" in node:
-                atoms: list[tuple[str, list[str]]] = []
-                for mon in node.get("monitoring") or []:
-                    text = mon.get("handle_as", "") if isinstance(mon, dict) else ""
-                    for m in _ATOM.finditer(text):
-                        atoms.append((m.group(1), [a.strip() for a in m.group(2).split(",")]))
-                out.append({"path": path, "action_id": node["action_id"], "atoms": atoms})
-            else:
-                walk(list(node.get("actions") or node.get("steps") or []), path)
-
-    walk(list(oracle.get("plan") or []), "")
-    return out
+    return [
+        MonitoredAction(e.path, tuple(
+            atom for mon in e.action.monitoring
+            for atom in iter_atoms(parse_expression(mon.handle_as))))
+        for e in plan_entries(oracle)
+    ]
 
 
-def milestone_path(m: Milestone, actions: list[dict[str, Any]], scene: SceneSpec) -> str | None:
+def milestone_path(m: Milestone, actions: list[MonitoredAction], scene: SceneSpec) -> str | None:
     """The oracle action that monitors the milestone's effect (matched by its atoms)."""
     aliases = {m.subject}
     if m.kind == "close":
@@ -77,11 +72,10 @@ def milestone_path(m: Milestone, actions: list[dict[str, Any]], scene: SceneSpec
         "turnon": lambda n, a: n == "turnon" and a[:1] and a[0] in aliases,
     }[m.kind]
     for act in actions:
-        names = [n for n, _ in act["atoms"]]
-        if m.kind == "pick" and any(n in ("in", "on") for n in names):
+        if m.kind == "pick" and any(a.predicate in ("in", "on") for a in act.atoms):
             continue
-        if any(wanted(n, a) for n, a in act["atoms"]):
-            return act["path"]
+        if any(wanted(a.predicate, a.args) for a in act.atoms):
+            return act.path
     return None
 
 
@@ -98,8 +92,8 @@ def load_oracle_json(scene: SceneSpec) -> tuple[dict[str, Any] | None, Path | No
 
 def make_labels(scene: SceneSpec, seed: int, expert: ExpertPolicy) -> dict[str, Any]:
     """Ground truth of a run: the oracle step that fails first and when (spec §5 rule)."""
-    oracle, _ = load_oracle_json(scene)
-    actions = oracle_actions(oracle) if oracle else []
+    oracle, path = load_oracle_json(scene)
+    actions = oracle_actions(load_oracle(oracle, file=str(path))) if oracle else []
     paths = {id(m): milestone_path(m, actions, scene) for m in expert.milestones}
     if actions:
         gt = expert.ground_truth(lambda m: paths[id(m)] is not None)

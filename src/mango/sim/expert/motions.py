@@ -1,0 +1,323 @@
+"""Motion primitives: grasp, place and push, on their own (no task plan).
+
+Each primitive is a skill generator (see `arm`): it reads `ctx.state` (refreshed after every
+`SYNC`), plans on `ctx.arm` and names what it acts on by entity id. Callers learn what
+happened through return values (a grasp returns its grasp offset or None) and optional
+callbacks at the moment something happens (the hand closed, the gripper let go).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mango.geometry import (
+    IDENTITY,
+    footprint,
+    frame_quat,
+    nearest_angle,
+    quat_to_mat,
+    quat_yaw,
+    yaw_matrix_2d,
+)
+from mango.oracle.world_state import EntityState, WorldState
+from mango.sim.expert.arm import CLOSED, DT, FINGERTIP, OPEN, SYNC, ExpertError, PlannedArm
+from mango.sim.scene import ARTICULATED, EntitySpec, SceneSpec
+
+Skill = Generator[object, None, None]
+Grasp = Generator[object, None, float | None]  # returns the grasp offset, None on failure
+Waypoint = tuple[np.ndarray, np.ndarray | None]  # hand position, quaternion (None: keep)
+
+
+@dataclass
+class SkillContext:
+    """What a skill reads and moves: the scene, the planned arm and the latest world state."""
+
+    scene: SceneSpec
+    arm: PlannedArm
+    state: WorldState
+
+
+def travel_height(scene: SceneSpec) -> float:
+    """Cruise height: above loose objects and tall fixtures (an open door's top edge)."""
+    tall = max((e.size[2] for e in scene.entities if e.shape in ARTICULATED), default=0.0)
+    return scene.table.height + min(0.36, max(0.27, tall + 0.06))
+
+
+def down_quat(opening_yaw: float) -> np.ndarray:
+    """Gripper pointing down with the fingers opening along world direction `opening_yaw`."""
+    y = np.array([math.cos(opening_yaw), math.sin(opening_yaw), 0.0])
+    z = np.array([0.0, 0.0, -1.0])
+    return frame_quat(np.cross(y, z), y, z)
+
+
+def side_quat(arm: PlannedArm, d: np.ndarray) -> np.ndarray:
+    """Gripper pointing along horizontal d, fingers opening horizontally (nearest wrist)."""
+    _, quat = arm.pose()
+    y = np.array([-d[1], d[0], 0.0])
+    if float(np.dot(quat_to_mat(quat)[:, 1], y)) < 0:
+        y = -y
+    return frame_quat(np.cross(y, d), y, d)
+
+
+def grasp_yaw(arm: PlannedArm, ent: EntitySpec, yaw: float) -> float:
+    """Finger opening direction for a top grasp of `ent` lying at `yaw`."""
+    sx, sy, _ = ent.size
+    if ent.shape in ("cylinder", "plate"):
+        return arm.opening_yaw()
+    # a mug is taken across its body (away from the handle), a box across its short side
+    a = yaw + math.pi / 2 if ent.shape == "mug" or sx > sy else yaw
+    return nearest_angle(a, arm.opening_yaw(), math.pi)
+
+
+def _close_and_lift(ctx: SkillContext, obj: str, z: float, lift: np.ndarray, speed: float,
+                    on_closed: Callable[[], None] | None) -> Grasp:
+    """Close the hand (at height z) on `obj` and lift to `lift`: the grasp offset if `obj`
+    is held then, else None with the hand opened again."""
+    arm = ctx.arm
+    yield arm.hold(0.15)
+    yield arm.hold(0.7, CLOSED)
+    yield SYNC
+    if on_closed is not None:
+        on_closed()
+    offset = z - (ctx.state.objects[obj].position[2] - ctx.scene.entity(obj).size[2] / 2)
+    yield arm.line(lift, speed=speed)
+    yield SYNC
+    if ctx.state.fact(f"grasped({obj})"):
+        return offset
+    yield arm.hold(0.4, OPEN)
+    return None
+
+
+def grasp(ctx: SkillContext, obj: str,
+          on_closed: Callable[[], None] | None = None) -> Grasp:
+    """Approach from above, close on `obj`, lift; retries twice. Returns the grasp offset
+    (hand height above the object's bottom) or None; `on_closed` runs once the hand closed."""
+    arm = ctx.arm
+    ent = ctx.scene.entity(obj)
+    for _attempt in range(3):
+        st = ctx.state.objects[obj]
+        c = np.asarray(st.position)
+        yaw = quat_yaw(st.orientation)
+        h = ent.size[2]
+        z = max(c[2] + h / 2 - 0.022, c[2] - h / 2 + FINGERTIP + 0.003)
+        a = grasp_yaw(arm, ent, yaw)
+        quat = down_quat(a)
+        above = np.array([c[0], c[1], z + 0.12])
+        yield from arm.travel_to(above, quat, width=OPEN)
+        yield arm.line(np.array([c[0], c[1], z]), speed=arm.approach_speed)
+        lift = np.array([c[0], c[1], arm.travel_z])
+        offset = yield from _close_and_lift(ctx, obj, z, lift, arm.approach_speed, on_closed)
+        if offset is not None:
+            return offset
+    return None
+
+
+def grasp_side(ctx: SkillContext, obj: str, d: np.ndarray,
+               on_closed: Callable[[], None] | None = None) -> Grasp:
+    """Approach along horizontal d at mid-height, close, lift a little; retries twice."""
+    arm = ctx.arm
+    ent = ctx.scene.entity(obj)
+    for _attempt in range(3):
+        st = ctx.state.objects[obj]
+        c = np.asarray(st.position)
+        h = ent.size[2]
+        z = max(c[2], c[2] - h / 2 + 0.03)
+        at = np.array([c[0], c[1], z]) - 0.005 * d
+        pre = at - 0.11 * d
+        # a horizontal hand cannot reach high: turn it low, in front of the object
+        yield from arm.travel_to(pre + np.array([0, 0, 0.09]), width=OPEN)
+        yield arm.line(pre, side_quat(arm, d), speed=arm.approach_speed)
+        yield arm.line(at, speed=0.1)
+        offset = yield from _close_and_lift(ctx, obj, z, at + np.array([0, 0, 0.05]), 0.1,
+                                            on_closed)
+        if offset is not None:
+            return offset
+        yield arm.line(pre, speed=arm.approach_speed)
+        yield arm.line(pre + np.array([0, 0, 0.09]), down_quat(arm.opening_yaw()),
+                       speed=arm.approach_speed)
+    return None
+
+
+def place_point(ctx: SkillContext, target: str,
+                offset: Sequence[float]) -> tuple[np.ndarray, float, float]:
+    """Release xy (`offset` in the target's frame), the support height under it and the
+    yaw the target wants."""
+    tgt = ctx.state.objects[target]
+    tyaw = quat_yaw(tgt.orientation)
+    c = np.asarray(tgt.position)
+    off = np.array(offset)
+    xy = c[:2] + yaw_matrix_2d(tyaw) @ off
+    size = tgt.size or (0.0, 0.0, 0.0)
+    support = c[2] - size[2] / 2 if tgt.kind == "region" else c[2] + size[2] / 2
+    return np.array([xy[0], xy[1]]), support, tyaw
+
+
+def beside(ctx: SkillContext, target: str, obj: str) -> np.ndarray:
+    """A free, reachable table spot for `obj` next to `target`.
+
+    Free means the object's footprint overlaps no other entity's footprint, regions
+    included (an open drawer sticks out of its cabinet).
+    """
+    ws, scene = ctx.state, ctx.scene
+    tx0, ty0, tx1, ty1 = _footprint(ws.objects[target])
+    c = np.array([(tx0 + tx1) / 2, (ty0 + ty1) / 2])
+    half = np.array([(tx1 - tx0) / 2, (ty1 - ty0) / 2])
+    ent = scene.entity(obj)
+    r = math.hypot(ent.size[0], ent.size[1]) / 2
+    blockers = [_footprint(o) for k, o in ws.objects.items()
+                if k != obj and o.kind in ("object", "fixture", "device", "region")]
+    base = np.asarray(scene.robot.base[:2])
+    lim = np.array(scene.table.size) / 2 - r - 0.03
+    dirs = [(-1, 0), (0, 1), (0, -1), (1, 0), (-1, 1), (-1, -1), (1, 1), (1, -1)]
+    for extra in (0.05, 0.1, 0.16):
+        for dx, dy in dirs:
+            d = np.array([dx, dy], float)
+            p = c + d * (half + r + extra)
+            if np.any(np.abs(p) > lim) or not 0.35 <= np.linalg.norm(p - base) <= 0.72:
+                continue
+            m = r + 0.015
+            if all(p[0] + m < b[0] or p[0] - m > b[2] or p[1] + m < b[1] or p[1] - m > b[3]
+                   for b in blockers):
+                return p
+    raise ExpertError(f"no free spot next to {target} to put {obj}")
+
+
+def _footprint(e: EntityState) -> tuple[float, float, float, float]:
+    return footprint(e.position, e.size, e.orientation)
+
+
+def carry_quat(ctx: SkillContext, obj: str, target_yaw: float) -> np.ndarray:
+    """Hand orientation for carrying `obj`: its yaw relative to the hand kept, turned to the
+    target's yaw (mod 90°) unless it is round."""
+    st = ctx.state.objects[obj]
+    oyaw = quat_yaw(st.orientation)
+    a = ctx.arm.opening_yaw()
+    if ctx.scene.entity(obj).shape not in ("cylinder", "plate", "mug"):
+        turn = nearest_angle(target_yaw - oyaw, 0.0, math.pi / 2)
+        a = a + turn
+    return down_quat(a)
+
+
+def _drop_row(arm: PlannedArm, end: np.ndarray, fraction: float) -> int:
+    """The row of a transport to `end` at which the gripper opens after `fraction` of it."""
+    p0, _ = arm.pose()
+    dist = float(np.linalg.norm(end - p0))
+    n = max(2, math.ceil(dist / (arm.travel_speed * DT)))
+    return max(1, int(fraction * n))
+
+
+def _let_go(ctx: SkillContext, extra: float) -> list[np.ndarray]:
+    # open just enough to let go: wide fingers would catch a container's walls
+    g = ctx.state.gripper
+    held = g.width if g is not None and g.width is not None else OPEN
+    return ctx.arm.hold(0.5, min(OPEN, held + extra))
+
+
+def place(
+    ctx: SkillContext,
+    xy: np.ndarray,
+    release_z: float,
+    quat: np.ndarray,
+    *,
+    drop_at: float | None = None,
+    on_drop: Callable[[float], None] | None = None,
+    on_release: Callable[[float], None] | None = None,
+) -> Skill:
+    """Carry the held object over `xy`, lower it to `release_z`, let go and rise again.
+
+    `drop_at` opens the gripper after that fraction of the transport instead (and calls
+    `on_drop` with the time it opens); `on_release` gets the time of a normal release.
+    """
+    arm = ctx.arm
+    carry = max(arm.travel_z, release_z + 0.1)
+    above = np.array([xy[0], xy[1], carry])
+    open_at = None
+    if drop_at is not None:
+        open_at = _drop_row(arm, above, drop_at)
+        if on_drop is not None:
+            on_drop(ctx.state.t + open_at * DT)
+    yield arm.line(above, quat, open_at=open_at)
+    if open_at is None:
+        yield arm.line(np.array([xy[0], xy[1], release_z]), speed=arm.approach_speed)
+        yield arm.hold(0.1)
+        yield SYNC
+        t_rel = ctx.state.t
+        yield _let_go(ctx, 0.025)
+        if on_release is not None:
+            on_release(t_rel)
+    yield arm.line(np.array([xy[0], xy[1], carry]), speed=arm.approach_speed)
+    yield SYNC
+
+
+def cavity_direction(ctx: SkillContext, target: str) -> np.ndarray:
+    """Horizontal direction into a cavity target: its parent's (or its own) +x axis."""
+    tgt = ctx.state.objects[target]
+    frame = ctx.state.objects.get(tgt.parent or "", tgt)
+    d = quat_to_mat(frame.orientation or IDENTITY)[:, 0].copy()
+    d[2] = 0.0
+    d /= np.linalg.norm(d)
+    return d
+
+
+def place_side(
+    ctx: SkillContext,
+    xy: np.ndarray,
+    release_z: float,
+    d: np.ndarray,
+    *,
+    drop_at: float | None = None,
+    on_drop: Callable[[float], None] | None = None,
+    on_release: Callable[[float], None] | None = None,
+) -> Skill:
+    """Slide an object held from the side along d into a cavity over `xy`, let go at
+    `release_z` and back out (callbacks as for `place`)."""
+    arm = ctx.arm
+    p, _ = arm.pose()
+    lift_z = max(release_z + 0.005, p[2])
+    at = np.array([xy[0], xy[1], lift_z])
+    pre = at - 0.15 * d
+    open_at = None
+    if drop_at is not None:
+        open_at = _drop_row(arm, pre, drop_at)
+        if on_drop is not None:
+            on_drop(ctx.state.t + open_at * DT)
+    yield arm.line(pre, open_at=open_at)
+    if open_at is None:
+        yield arm.line(at, speed=0.1)
+        yield arm.line(np.array([at[0], at[1], release_z]), speed=0.05)
+        yield SYNC
+        t_rel = ctx.state.t
+        yield _let_go(ctx, 0.02)
+        if on_release is not None:
+            on_release(t_rel)
+    back = np.array([xy[0], xy[1], release_z + 0.005]) - 0.16 * d
+    yield arm.line(back, speed=0.1)
+    yield arm.line(back + np.array([0, 0, 0.08]), down_quat(arm.opening_yaw()),
+                   speed=arm.approach_speed)
+    yield arm.line(np.array([back[0], back[1], arm.travel_z]), speed=arm.approach_speed)
+    yield SYNC
+
+
+def put_down(ctx: SkillContext, xy: np.ndarray, release_z: float) -> Skill:
+    """Carry the held object over `xy` at travel height, lower it to `release_z`, open."""
+    arm = ctx.arm
+    yield arm.line(np.array([xy[0], xy[1], arm.travel_z]))
+    yield arm.line(np.array([xy[0], xy[1], release_z]), speed=arm.approach_speed)
+    yield arm.hold(0.5, OPEN)
+    yield arm.line(np.array([xy[0], xy[1], arm.travel_z]), speed=arm.approach_speed)
+    yield SYNC
+
+
+def push(ctx: SkillContext, start: np.ndarray, quat: np.ndarray, path: Sequence[Waypoint], *,
+         approach: float, speed: float) -> Skill:
+    """Closed fingers down onto `start` from `approach` above, then along `path`; holds."""
+    arm = ctx.arm
+    yield from arm.travel_to(start + np.array([0, 0, approach]), quat, width=CLOSED)
+    yield arm.line(start, speed=arm.approach_speed)
+    for pos, q in path:
+        yield arm.line(pos, q, speed=speed)
+    yield arm.hold(0.2)
