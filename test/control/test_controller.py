@@ -19,9 +19,9 @@ from mango.control import (
     JointStateReader,
     MotionCommand,
     load_robot,
-    make_kinematics,
 )
 from mango.control.backends import SimBackend
+from mango.policy.kinematics import make_kinematics
 
 ROBOT = load_robot("sim_fr3")
 KIN = make_kinematics(ROBOT)
