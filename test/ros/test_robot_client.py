@@ -178,3 +178,33 @@ def test_a_server_killed_mid_goal_ends_the_goal_within_seconds(tmp_path: Path) -
     assert "went away" in out.message
     # the loopback DDS profile's 4 s lease, plus the robot's 2 s grace and scheduling
     assert waited < 10.0
+
+
+def test_the_servers_mango_makes_end_a_raising_goal_as_failed_with_the_reason() -> None:
+    """`mango.nodes.actions.action_server`: what an execute callback raises ends the goal as
+    failed, saying what, instead of rclpy's default result (status 0, no message)."""
+    from mango.nodes.actions import action_server
+
+    ns = f"/t{uuid.uuid4().hex[:8]}"
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node(f"raiser_{uuid.uuid4().hex[:6]}", namespace=ns, context=ctx)
+
+    def boom(_gh: object) -> ExecuteMotion.Result:
+        raise OverflowError("cannot convert float infinity to integer")
+
+    action_server(node, ExecuteMotion, "execute_motion", execute_callback=boom)
+    executor = MultiThreadedExecutor(num_threads=2, context=ctx)
+    executor.add_node(node)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    try:
+        with Robot.connect(ns, server_timeout=30.0) as robot:
+            out = robot.execute_motion(WAIT, timeout=10)
+    finally:
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
+    assert out.result is TaskResult.FAILED
+    assert out.message == ("internal error: OverflowError: cannot convert float infinity to "
+                           "integer")

@@ -335,3 +335,34 @@ def test_a_goal_storm_gets_every_goal_an_answer_and_the_arm_holds_still(rig: Rig
     assert set(statuses[:-1]) == {ExecuteChunk.Result.STATUS_PREEMPTED}
     moved = max(np.max(np.abs(q - q0)) for _, q, _ in rig.states[-300:])
     assert moved < 0.05, moved  # the wobble is 0.02 rad
+
+
+def test_hostile_motion_magnitudes_are_refused_before_planning(rig: Rig) -> None:
+    """Seeded fuzz over command magnitudes (overflowing distances, directions whose norm
+    overflows, waits of years, rotations of a billion degrees): each goal is answered within
+    seconds, refused with the reason, or executed; none "succeeds" without moving."""
+    import random
+
+    rng = random.Random(5)
+    huge = [1e300, -1e300, 1e308, math.inf, -math.inf, math.nan, 1e12, 1e9, 5e3]
+    for _ in range(24):
+        kind = rng.choice(["move", "rotate", "wait", "gripper_width"])
+        value = rng.choice(huge)
+        vec = tuple(rng.choice([0.0, 1.0, 1e308, -1e308, math.nan]) for _ in range(3))
+        cmd = {"move": MotionCommand("move", direction=vec, distance_mm=value),
+               "rotate": MotionCommand("rotate", axis=vec, angle_deg=value),
+               "wait": MotionCommand("wait", duration=value),
+               "gripper_width": MotionCommand("gripper_width", width=value)}[kind]
+        t0 = time.monotonic()
+        out = rig.robot.execute_motion([cmd], timeout=30)
+        assert time.monotonic() - t0 < 10, (cmd, out)
+        assert out.result is TaskResult.REJECTED, (cmd, out)
+        assert out.message.startswith("command 0 (") and out.response.commands_executed == 0
+    # a direction whose norm overflows is still a direction: 10 mm along x+y
+    res = rig.robot.execute_motion([MotionCommand("home")], timeout=60)
+    assert res.succeeded, res.message
+    out = rig.robot.execute_motion(
+        [MotionCommand("move", direction=(1e308, 1e308, 0.0), distance_mm=10.0)], timeout=30)
+    assert out.succeeded, out.message
+    p0, p1 = res.response.measured_poses[-1].position, out.response.measured_poses[-1].position
+    assert math.dist((p0.x, p0.y), (p1.x, p1.y)) == pytest.approx(0.01, abs=0.004)

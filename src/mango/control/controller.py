@@ -151,8 +151,11 @@ class ArmController:
             m = self.wait_measured()
             if m is None:
                 raise GoalRejected(NO_RECENT_STATE)
-            self.planner.plan_all(batch, m.q, self._width(m))  # the whole batch, before moving
+            # the whole batch, before moving; a cancel or preemption stops the planning too
+            self.planner.plan_all(batch, m.q, self._width(m), stop=run.stop.is_set)
         except GoalRejected as exc:
+            if run.stop.is_set():
+                return MotionResult(run.stop_status, f"{run.reason} while planning")
             return MotionResult(GoalStatus.REJECTED, exc.reason)
         result = MotionResult(GoalStatus.SUCCEEDED, "")
         for i, cmd in enumerate(batch):

@@ -10,7 +10,7 @@ before anything moves: an unreachable third command rejects the goal up front.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -28,6 +28,21 @@ MotionKind = Literal["move", "rotate", "gripper_open", "gripper_close", "gripper
 MOTION_KINDS: tuple[str, ...] = ("move", "rotate", "gripper_open", "gripper_close",
                                  "gripper_width", "wait", "home")
 MAX_JUMP = 0.5  # rad between waypoints: more means IK switched branch
+MAX_WAIT = 600.0  # s one wait command may last (longer: send another batch)
+MAX_COMMANDS = 100  # commands one batch may hold
+
+
+def _unit(v: Sequence[float], name: str) -> np.ndarray:
+    """`v` normalised; scaled by its largest component first, so (1e308, 1e308, 0) does not
+    overflow into a zero-length or infinite norm."""
+    a = np.asarray(v, float)
+    if a.shape != (3,) or not np.all(np.isfinite(a)):
+        raise GoalRejected(f"{name} must be a finite 3-vector")
+    big = float(np.max(np.abs(a)))
+    if big == 0.0 or big < 1e-9:
+        raise GoalRejected(f"{name} must be a non-zero finite vector")
+    a = a / big
+    return a / float(np.linalg.norm(a))
 
 
 @dataclass(frozen=True)
@@ -74,11 +89,16 @@ class MotionPlanner:
     waypoint_rate: float = 15.0  # Hz
     velocity_fraction: float = 0.5  # of each joint's limit
 
-    def plan_all(self, commands: Sequence[MotionCommand], q: np.ndarray,
-                 width: float) -> list[PlannedMotion]:
-        """Plan every command from the measured state; `GoalRejected` names the command."""
+    def plan_all(self, commands: Sequence[MotionCommand], q: np.ndarray, width: float,
+                 stop: Callable[[], bool] = lambda: False) -> list[PlannedMotion]:
+        """Plan every command from the measured state; `GoalRejected` names the command.
+        `stop` is asked between commands, so a cancelled batch stops planning too."""
+        if len(commands) > MAX_COMMANDS:
+            raise GoalRejected(f"{len(commands)} commands in one batch (at most {MAX_COMMANDS})")
         out: list[PlannedMotion] = []
         for i, cmd in enumerate(commands):
+            if stop():
+                raise GoalRejected(f"stopped while planning command {i}")
             try:
                 planned = self.plan(cmd, q, width)
             except GoalRejected as exc:
@@ -88,24 +108,21 @@ class MotionPlanner:
         return out
 
     def plan(self, cmd: MotionCommand, q: np.ndarray, width: float) -> PlannedMotion:
+        # Magnitudes are checked before any planning: the work a command may cause is bounded
+        # by the workspace (a move), one turn (a rotation) and MAX_WAIT (a wait).
         q = np.asarray(q, float)
         if cmd.kind == "move":
-            d = np.asarray(cmd.direction, float)
-            norm = float(np.linalg.norm(d))
-            if not np.all(np.isfinite(d)) or norm < 1e-9:
-                raise GoalRejected("direction must be a non-zero finite vector")
-            if not math.isfinite(cmd.distance_mm):
-                raise GoalRejected("distance_mm must be finite")
-            return self._cartesian(cmd, q, width, d / norm * cmd.distance_mm / 1000.0, None)
+            d = _unit(cmd.direction, "direction")
+            reach = self.robot.workspace.diagonal * 1000.0
+            if not math.isfinite(cmd.distance_mm) or abs(cmd.distance_mm) > reach:
+                raise GoalRejected(f"distance_mm must be finite and within the workspace's "
+                                   f"diagonal ({reach:.0f} mm)")
+            return self._cartesian(cmd, q, width, d * cmd.distance_mm / 1000.0, None)
         if cmd.kind == "rotate":
-            a = np.asarray(cmd.axis, float)
-            norm = float(np.linalg.norm(a))
-            if not np.all(np.isfinite(a)) or norm < 1e-9:
-                raise GoalRejected("axis must be a non-zero finite vector")
-            if not math.isfinite(cmd.angle_deg):
-                raise GoalRejected("angle_deg must be finite")
-            return self._cartesian(cmd, q, width, np.zeros(3),
-                                   a / norm * math.radians(cmd.angle_deg))
+            a = _unit(cmd.axis, "axis")
+            if not math.isfinite(cmd.angle_deg) or abs(cmd.angle_deg) > 360.0:
+                raise GoalRejected("angle_deg must be finite and at most one turn (360)")
+            return self._cartesian(cmd, q, width, np.zeros(3), a * math.radians(cmd.angle_deg))
         if cmd.kind in ("gripper_open", "gripper_close", "gripper_width"):
             target = {"gripper_open": self.robot.gripper_max_width, "gripper_close": 0.0}.get(
                 cmd.kind, cmd.width)
@@ -114,8 +131,8 @@ class MotionPlanner:
                                    f"[0, {self.robot.gripper_max_width}]")
             return self._hold(cmd, q, width, self.gripper_time, target)
         if cmd.kind == "wait":
-            if not math.isfinite(cmd.duration) or cmd.duration < 0:
-                raise GoalRejected("wait duration must be a finite number of seconds >= 0")
+            if not math.isfinite(cmd.duration) or not 0 <= cmd.duration <= MAX_WAIT:
+                raise GoalRejected(f"wait duration must be between 0 and {MAX_WAIT:g} s")
             return self._hold(cmd, q, width, max(cmd.duration, 1.0 / self.waypoint_rate), width)
         if cmd.kind == "home":
             return self._joint_move(cmd, q, width, np.asarray(self.robot.home, float))

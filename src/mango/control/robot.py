@@ -33,6 +33,11 @@ class WorkspaceBox(BaseModel):
             raise ValueError("workspace min must be below max on every axis")
         return self
 
+    @property
+    def diagonal(self) -> float:
+        """The box's diagonal (m): no straight move inside it is longer."""
+        return float(np.linalg.norm(np.asarray(self.max) - np.asarray(self.min)))
+
     def contains(self, p: np.ndarray, margin: float = 0.0) -> bool:
         lo, hi = np.asarray(self.min) - margin, np.asarray(self.max) + margin
         return bool(np.all(p >= lo) and np.all(p <= hi))

@@ -14,10 +14,13 @@
 from __future__ import annotations
 
 import threading
+import traceback
+from collections.abc import Callable
 from typing import Any
 
 from rclpy.action import ActionClient as _ActionClient
 from rclpy.action import ActionServer
+from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 RESULT_KEEP_S = 60  # how long a server keeps a finished goal's result
@@ -41,7 +44,25 @@ class ActionClient(_ActionClient):
         super().__init__(*args, **{**action_service_qos(), **kwargs})
 
 
-def action_server(*args: Any, **kwargs: Any) -> ActionServer:
-    """`rclpy.action.ActionServer` with deep service queues and results kept a minute."""
-    return ActionServer(*args, **{**action_service_qos(), "result_timeout": RESULT_KEEP_S,
-                                  **kwargs})
+def action_server(node: Node, action: type, name: str, execute_callback: Callable[[Any], Any],
+                  **kwargs: Any) -> ActionServer:
+    """`rclpy.action.ActionServer` with deep service queues, results kept a minute, and an
+    execute callback that never leaves a goal without a reason: whatever it raises ends the
+    goal as failed, saying what (rclpy would abort it with a default result, whose status
+    field reads 0 — succeeded — and whose message is empty)."""
+
+    def execute(goal_handle: Any) -> Any:
+        try:
+            return execute_callback(goal_handle)
+        except Exception as exc:
+            node.get_logger().error(f"{name}: the goal failed on an internal error:\n"
+                                    f"{traceback.format_exc()}")
+            result = action.Result()
+            result.status = action.Result.STATUS_FAILED
+            result.message = f"internal error: {type(exc).__name__}: {exc}"[:500]
+            if goal_handle.is_active:
+                goal_handle.abort()
+            return result
+
+    return ActionServer(node, action, name, execute_callback=execute,
+                        **{**action_service_qos(), "result_timeout": RESULT_KEEP_S, **kwargs})
