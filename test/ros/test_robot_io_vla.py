@@ -4,10 +4,12 @@ node, max_steps and steps_per_chunk are honoured, and a cancel stops the chunk i
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -120,3 +122,39 @@ def test_cancel_stops_the_chunk_in_flight(stack: tuple) -> None:
     assert 0 < out.response.steps_executed < 30
     time.sleep(0.5)
     assert max(commands) - t_cancel < 0.2  # cancel reached the control node; no motion after
+
+
+def test_a_killed_controller_ends_the_run_within_seconds_and_the_node_stops_cleanly(
+        tmp_path: Path) -> None:
+    """SIGKILL of franka_control_node mid-run: the RunPolicy goal ends failed, saying the
+    controller went away, within seconds (the loopback profile's 4 s DDS lease); the vla_node
+    then stops on SIGINT like any node, without a traceback."""
+    server = JointServer(horizon=60, step=0.002)  # a 4 s chunk: the kill lands inside it
+    ns = f"/t{uuid.uuid4().hex[:8]}"
+    procs = Processes(tmp_path)
+    procs.start("sim_node", "mango.nodes.sim_node", "-r", f"__ns:={ns}",
+                "-p", "scene:=libero10_book_caddy", "-p", "camera_rate:=4.0",
+                "-p", "image_width:=96", "-p", "image_height:=96")
+    control = procs.start("control", "mango.nodes.franka_control_node", "-r", f"__ns:={ns}")
+    vla = procs.start("vla", "mango.nodes.vla_node", "-r", f"__ns:={ns}", "-p", "backend:=openpi",
+                      "-p", "preset:=joint", "-p", f"port:={server.port}", "-p", "timeout:=10.0")
+    try:
+        with Robot.connect(ns, server_timeout=60.0) as robot:
+            robot.wait_for_servers("run_policy", "execute_chunk", timeout=60)
+            task = robot.start_policy("move", max_steps=0, steps_per_chunk=0)
+            wait_for(lambda: task.feedback is not None or len(server.observations) > 0, 60,
+                     "the first chunk")
+            time.sleep(0.5)
+            control.send_signal(signal.SIGKILL)
+            t_kill = time.monotonic()
+            out = task.result(60)
+            waited = time.monotonic() - t_kill
+        assert out.result is TaskResult.FAILED, out
+        assert "went away" in out.message, out.message
+        assert waited < 10.0, waited
+        vla.send_signal(signal.SIGINT)
+        assert vla.wait(timeout=10) is not None
+        assert "Traceback" not in procs.log("vla"), procs.log("vla")
+    finally:
+        procs.stop_all()
+        server.server.shutdown()

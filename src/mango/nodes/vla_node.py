@@ -39,6 +39,7 @@ from mango_ros.action import ExecuteChunk, RunPolicy
 from mango_ros.msg import WorldState as WorldStateMsg
 
 FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
+SERVER_LOST_AFTER = 2.0  # s the execute_chunk server may vanish before a chunk counts as lost
 _CONFIG_PARAMS = ("backend", "preset", "scene", "fault", "host", "port", "url", "unnorm_key",
                   "checkpoint", "device", "timeout")
 
@@ -145,18 +146,31 @@ class VlaNode(Node):
         return chunk_goal(chunk_to_trajectory(chunk, self.rate, self.robot.joint_names, start_q,
                                               self.robot.vmax))
 
-    def _wait(self, future: Any, gh: Any, inflight: Any = None, timeout: float = 120.0) -> bool:
-        """Wait for a future; a cancel of the RunPolicy goal cancels the chunk in flight."""
+    def _wait(self, future: Any, gh: Any, inflight: Any = None,
+              timeout: float = 120.0) -> str | None:
+        """Wait for a future; None once it is done, else why it never will be. A cancel of the
+        RunPolicy goal cancels the chunk in flight; a controller that went away (killed, its
+        process gone: its DDS lease ends) or this node shutting down ends the wait at once."""
         deadline = time.monotonic() + timeout
         cancelled = False
+        lost_since: float | None = None
         while not future.done():
+            now = time.monotonic()
             if gh.is_cancel_requested and inflight is not None and not cancelled:
                 inflight.cancel_goal_async()
                 cancelled = True
-            if time.monotonic() > deadline:
-                return False
+            if not self.context.ok():
+                return "the vla_node is shutting down"
+            if self.chunk_client.server_is_ready():
+                lost_since = None
+            elif lost_since is None:
+                lost_since = now
+            elif now - lost_since > SERVER_LOST_AFTER:
+                return "the execute_chunk server went away (control node stopped?)"
+            if now > deadline:
+                return f"no answer within {timeout:.0f} s"
             time.sleep(0.002)
-        return True
+        return None
 
     def _execute(self, gh: Any) -> RunPolicy.Result:
         with self._busy:
@@ -202,14 +216,16 @@ class VlaNode(Node):
                 # controller checks the first point's speed from its measured position, and a
                 # slow policy (or machine) leaves the arm time to drift in between.
                 self._chunk_goal(step.chunk[:n], self._arm_q(self._joints)))
-            if not self._wait(sent, gh, timeout=self.obs_timeout):
-                return finish(result.STATUS_FAILED, "execute_chunk did not answer")
+            why = self._wait(sent, gh, timeout=self.obs_timeout)
+            if why is not None:
+                return finish(result.STATUS_FAILED, f"execute_chunk did not answer: {why}")
             chunk_gh = sent.result()
             if not chunk_gh.accepted:
                 return finish(result.STATUS_FAILED, "execute_chunk refused the goal")
             res_future = chunk_gh.get_result_async()
-            if not self._wait(res_future, gh, chunk_gh, timeout=n / self.rate + 60.0):
-                return finish(result.STATUS_FAILED, "execute_chunk did not finish")
+            why = self._wait(res_future, gh, chunk_gh, timeout=n / self.rate + 60.0)
+            if why is not None:
+                return finish(result.STATUS_FAILED, f"execute_chunk did not finish: {why}")
             res = res_future.result().result
             steps += res.points_executed
             gh.publish_feedback(RunPolicy.Feedback(steps_executed=steps, chunks_requested=chunks,
