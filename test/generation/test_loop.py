@@ -14,9 +14,10 @@ import pytest
 
 from mango.generation.engine import load_function_library
 from mango.generation.models import OracleCandidate, SceneTask
+from mango.generation.offline import module1
+from mango.generation.offline.planner import OfflinePlanner
 from mango.generation.pipeline import GenerationConfig, make_pipeline
 from mango.llm.backend import AgentCall, LLMBackend
-from mango.llm.offline import OfflinePlanner
 
 INSTRUCTION = "put the black bowl in the bottom drawer of the cabinet and close it"
 
@@ -187,8 +188,7 @@ def test_module1_cap_and_debate_cap(libero_tasks):
     loose = {"id": "pick_up", "parameters": ["obj_id"], "correctness_oracle": "up(obj_id)"}
     backend = ScriptedBackend({"module2.generate": [loose]})
     pipe = _pipeline(backend, debate_max_rounds=3, module2_max_iterations=2)
-    atomic = OfflinePlanner()._m1_generate({"instructions": ["pick up the book"],
-                                            "previous": None})
+    atomic = module1.generate({"instructions": ["pick up the book"], "previous": None})
     _, res2 = pipe.module2(["pick up the book"], atomic)
     debates = res2.extra["debates"]["pick_up"]
     assert all(d["rounds"] == 3 and not d["hacker_satisfied"] for d in debates)
