@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mango.generation.engine import load_function_library
-from mango.generation.models import OracleCandidate, SceneTask
+from mango.generation.models import AtomicLibraryAnswer, OracleCandidate, SceneTask
 from mango.generation.offline import module1
 from mango.generation.offline.planner import OfflinePlanner
 from mango.generation.pipeline import GenerationConfig, make_pipeline
@@ -130,6 +130,8 @@ def test_flawed_candidate_rejected_then_fixed(libraries, drawer_scene):
     fb = " ".join(second.context["feedback"])
     assert "ghost_drawer_1" in fb and "oracle id" in fb
     assert "ghost_drawer_1" in second.messages[1]["content"]
+    assert [c.role for c in backend.tasks("module3.interpret")] == ["interpreter"]
+    assert run.module3.history[0].feedback == second.context["feedback"]
     assert run.module3.history[1].verdict["verdict"] == "APPROVED"
 
 
@@ -174,9 +176,52 @@ def test_default_cap_is_25_and_stall_stops_early(libraries, drawer_scene):
     assert "repeated its candidate" in run.module3.reason
 
 
+COMPOSITE = {"atomic_library": [{"id": "put_in", "parameters": ["obj_id", "target_id"],
+                                 "post_conditions": ["in(obj_id, target_id)"]}]}
+ATOMIC = {"atomic_library": [
+    {"id": "approach", "parameters": ["obj_id"],
+     "post_conditions": ["near(robot_hand, obj_id)"]},
+    {"id": "pick_up", "parameters": ["obj_id"], "post_conditions": ["grasped(obj_id)"]},
+    {"id": "place_in", "parameters": ["obj_id", "target_id"],
+     "post_conditions": ["in(obj_id, target_id)"]},
+]}
+
+
+def test_composite_library_rejected_then_fixed(libero_tasks):
+    """A model's composite 'put_in' is rejected; the assessors' issues reach the generator."""
+    backend = ScriptedBackend({"module1.generate": [COMPOSITE, ATOMIC]})
+    atomic, res = _pipeline(backend).module1(libero_tasks[:1])
+    assert res.approved and res.iterations == 2
+    assert atomic == AtomicLibraryAnswer.model_validate(ATOMIC)
+
+    first = res.history[0]
+    assert first.verdict["verdict"] == "REJECTED"
+    reports = {r["aspect"]: r["issues"] for r in first.reports}
+    assert any("'put_in' is composite" in i and "'place_in'" in i
+               for i in reports["atomicity"])
+    assert any("add 'approach'" in i for i in first.verdict["refinement_instructions"])
+    second = backend.tasks("module1.generate")[1]
+    fb = second.context["feedback"]
+    assert any("split 'put_in' into 'approach', 'pick_up' and 'place_in'" in i for i in fb)
+    assert "split 'put_in'" in second.messages[1]["content"]
+    assert second.context["previous"] == res.history[0].candidate
+    assert AtomicLibraryAnswer.model_validate(second.context["previous"]) == (
+        AtomicLibraryAnswer.model_validate(COMPOSITE))
+    assert [c.role for c in backend.tasks("module1.interpret")] == ["interpreter"]
+    assert res.history[1].verdict["verdict"] == "APPROVED"
+
+
+def test_offline_generator_applies_the_feedback_on_a_foreign_library(libero_tasks):
+    """After a model's composite library, the offline generator makes the edits asked for."""
+    backend = ScriptedBackend({"module1.generate": [COMPOSITE]}, repeat_last=False)
+    atomic, res = _pipeline(backend).module1(libero_tasks[:1])
+    assert res.approved and res.iterations == 2
+    assert [t.id for t in atomic.atomic_library] == ["approach", "pick_up", "place_in"]
+    assert [t["id"] for t in res.history[0].candidate["atomic_library"]] == ["put_in"]
+
+
 def test_module1_cap_and_debate_cap(libero_tasks):
-    composite = {"atomic_library": [{"id": "put_in", "parameters": ["obj_id", "target_id"],
-                                     "post_conditions": ["in(obj_id, target_id)"]}]}
+    composite = COMPOSITE
     backend = ScriptedBackend({"module1.generate": [composite]})
     pipe = _pipeline(backend, module1_max_iterations=3, stop_on_stall=False)
     _, res = pipe.module1(libero_tasks[:1])

@@ -1,10 +1,12 @@
 """Module I rules: the atomic task library, its three assessors and its judge.
 
-The Generator's first reading is literal (one task per verb as written, "put_in"). Given a
-previous library and feedback it applies the edits the feedback asks for ("split 'put_in'
-into ...", "add 'approach'", "remove ...", "merge ..."). The assessors check any library,
-whoever wrote it: atomicity (no composite pick-and-place task), redundancy (no duplicate
-effect, no task nobody needs) and repetition (no tasks that differ only by their object).
+The Generator proposes its best candidate: the atomic decomposition the instructions need
+(one task per robot skill the function library can observe), which its own assessors
+approve. Given a previous library and feedback (a library another backend wrote, which the
+assessors rejected) it applies the edits the feedback asks for ("split 'put_in' into ...",
+"add 'approach'", "remove ...", "merge ..."). The assessors check any library, whoever
+wrote it: atomicity (no composite pick-and-place task), redundancy (no duplicate effect,
+no task nobody needs) and repetition (no tasks that differ only by their object).
 """
 
 from __future__ import annotations
@@ -15,12 +17,9 @@ from typing import Any
 from mango.generation.models import AssessorReport, AtomicLibraryAnswer, AtomicTask, JudgeVerdict
 from mango.generation.offline.expressions import canonical
 from mango.generation.offline.lexicon import LEXICON, tokens_of
-from mango.generation.offline.parsing import parse_instruction_clauses
 from mango.generation.offline.skills import (
-    RELATION_SKILL,
     SKILLS,
     offered,
-    place_relation,
     required_skills,
     skill_of_task,
     task_from_skill,
@@ -43,13 +42,8 @@ def generate(ctx: dict[str, Any]) -> AtomicLibraryAnswer:
     previous = ctx.get("previous")
     feedback: list[str] = ctx.get("feedback", [])
     if previous is None or not feedback:
-        tasks: dict[str, AtomicTask] = {}
-        for ins in instructions:
-            for name, parts in _literal_tasks(ins):
-                if name not in tasks:
-                    tasks[name] = (task_from_skill(name) if name in SKILLS
-                                   else _composite_task(name, parts))
-        return AtomicLibraryAnswer(atomic_library=list(tasks.values()))
+        return AtomicLibraryAnswer(
+            atomic_library=list(_decomposition(instructions, functions).values()))
     lib = {t["id"]: AtomicTask.model_validate(t) for t in previous["atomic_library"]}
     edited = False
     for line in feedback:
@@ -78,43 +72,6 @@ def generate(ctx: dict[str, Any]) -> AtomicLibraryAnswer:
     if not edited:  # free-text feedback: fall back to the atomic decomposition
         lib = _decomposition(instructions, functions)
     return AtomicLibraryAnswer(atomic_library=list(lib.values()))
-
-
-def _literal_tasks(instruction: str) -> list[tuple[str, list[str]]]:
-    """The literal reading: one task per verb as written, and the atomic skills it needs."""
-    out = []
-    for c in parse_instruction_clauses(instruction):
-        word = c.text.split()[0] if c.text else c.verb
-        if c.verb in {"open", "close", "turn_on", "turn_off"}:
-            out.append((c.verb, [c.verb]))
-        elif c.verb == "pick":
-            out.append(("pick_up", ["approach", "pick_up"]))
-        elif c.verb == "push":
-            push = "push_on" if c.relation in {"on", "in", "to", "onto"} else "push_near"
-            out.append((push, ["approach", push]))
-            if push == "push_near":
-                out.append(("push_on", ["push_on"]))
-        else:
-            rel = place_relation(c.relation, c.target.text if c.target else "")
-            place = RELATION_SKILL.get(rel, "place_on")
-            region_form = ["place_on"] if rel in {"right_of", "left_of", "near"} else []
-            if word in LEXICON.composite_verbs:
-                out.append((f"{word}_{place.split('_', 1)[1]}",
-                            ["approach", "pick_up", place, *region_form]))
-            else:
-                if region_form:
-                    out.append(("place_on", region_form))
-                out.append((place, [place]))
-                if not any(x[0] == "pick_up" for x in out):
-                    out.append(("pick_up", ["approach", "pick_up"]))
-    return out
-
-
-def _composite_task(name: str, parts: list[str]) -> AtomicTask:
-    place = SKILLS[parts[-1]]
-    return AtomicTask(id=name, description=f"{name.replace('_', ' ').capitalize()}: move the "
-                      "object to the target.", parameters=list(place.parameters),
-                      post_conditions=[place.effect])
 
 
 def _tasks(ctx: dict[str, Any]) -> list[AtomicTask]:

@@ -65,7 +65,8 @@ def generate_library(ctx: dict[str, Any]) -> AtomicOracleLibrary:
     if lib:
         tasks = [AtomicTask.model_validate(t) for t in lib]
     else:
-        tasks = module1.generate({"instructions": ctx.get("instructions", [])}).atomic_library
+        tasks = module1.generate({"instructions": ctx.get("instructions", []),
+                                  "functions": ctx.get("functions")}).atomic_library
     return AtomicOracleLibrary(atomic_oracle_library=[
         generate({"task": t.model_dump()}) for t in tasks])
 

@@ -83,7 +83,7 @@ def skills_for_goal(goal: Goal) -> list[str]:
     return [goal.kind]
 
 
-def place_relation(relation: str | None, target_text: str) -> str:
+def _place_relation(relation: str | None, target_text: str) -> str:
     """The predicate-level relation of a placing clause, read without a scene."""
     rel = relation or "on"
     if rel == "to":
@@ -111,7 +111,7 @@ def instruction_skills(instruction: str) -> list[str]:
             push = "push_on" if c.relation in {"on", "in", "to", "onto"} else "push_near"
             out.extend(["approach", push, *(["push_on"] if push == "push_near" else [])])
         else:
-            rel = place_relation(c.relation, c.target.text if c.target else "")
+            rel = _place_relation(c.relation, c.target.text if c.target else "")
             place = RELATION_SKILL.get(rel, "place_on")
             region_form = ["place_on"] if rel in _SPATIAL else []
             if word in LEXICON.composite_verbs:  # one verb that is really pick + place
