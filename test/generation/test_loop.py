@@ -246,11 +246,22 @@ def test_debate_fixes_a_loose_oracle(libero_tasks):
     backend = ScriptedBackend({"module2.generate": [loose]}, repeat_last=False)
     pipe = _pipeline(backend)
     atomic, _ = pipe.module1(["pick up the book"])
+    # the script answers the first debate: make it pick_up's
+    atomic = atomic.model_copy(update={"atomic_library": [
+        t for t in atomic.atomic_library if t.id == "pick_up"]})
     lib, res = pipe.module2(["pick up the book"], atomic)
     assert res.approved
     pick = lib.get("pick_up")
     assert pick is not None and "grasped(obj_id)" in pick.correctness_oracle
-    assert res.extra["debates"]["pick_up"][0]["rounds"] == 2
+    debate = res.extra["debates"]["pick_up"][0]
+    assert debate["rounds"] == 2
+    assert debate["log"][0]["oracle"]["correctness_oracle"] == "up(obj_id)"
+    assert any("add 'grasped(obj_id)'" in i for i in debate["log"][0]["hacker"]["issues"])
+    # the hacker's issues reached the generator, which added what they ask for
+    second = backend.tasks("module2.generate")[1]
+    assert second.context["task"]["id"] == "pick_up"
+    assert any("grasped(obj_id)" in f for f in second.context["feedback"])
+    assert pick.correctness_oracle == "up(obj_id) and grasped(obj_id)"
 
 
 @pytest.mark.parametrize("ablation", ["no_module1", "no_module2", "no_er", "baseline"])
@@ -324,3 +335,30 @@ def test_judge_cannot_approve_what_execution_reliability_rejects(libraries, draw
     assert any("execution_reliability" in r for r in first.verdict["reasons"])
     assert run.approved and run.module3.iterations == 2
     assert run.oracle.to_json_dict() == GOOD
+
+
+def test_rules_judge_malformed_expressions_instead_of_crashing(libraries, drawer_scene):
+    """A model's unparseable oracle is reported with the parser's reason, never skipped."""
+    broken = {"id": "pick_up", "parameters": ["obj_id"],
+              "correctness_oracle": "grasped(obj_id) and up(obj_id"}
+    backend = ScriptedBackend({"module2.generate": [broken]})
+    pipe = _pipeline(backend, debate_max_rounds=2, module2_max_iterations=1)
+    atomic = module1.generate({"instructions": ["pick up the book"], "previous": None})
+    _, res = pipe.module2(["pick up the book"], atomic)
+    hack = res.extra["debates"]["pick_up"][0]["log"][0]["hacker"]
+    assert hack["exploit_found"]
+    assert any("is not a valid expression" in i and "column" in i for i in hack["issues"])
+    assert not res.approved
+    assert any("pick_up" in r and "not a valid expression" in r
+               for r in res.history[0].verdict["reasons"])
+
+    garbage = copy.deepcopy(GOOD)
+    garbage["plan"][0]["actions"][2]["monitoring"][0]["handle_as"] = "in(akita_black_bowl_1,,"
+    backend = ScriptedBackend({"module3.generate": [garbage]})
+    run = _pipeline(backend, module3_max_iterations=1).module3(
+        INSTRUCTION, drawer_scene, *libraries)
+    reports = {r["aspect"]: r["issues"] for r in run.module3.history[0].reports}
+    assert any("differs from the library oracle 'place_in'" in i and "1.3" in i
+               for i in reports["compliance"])
+    assert any("1.3" in i for i in reports["execution_reliability"])
+    assert not run.approved

@@ -43,6 +43,11 @@ def test_libraries_approved_and_atomic(offline_libero):
     # (refinement of flawed libraries: test_loop.py)
     assert lib.module1.iterations == 1
     assert lib.module1.history[0].verdict["verdict"] == "APPROVED"
+    # ... and oracles that its own hacker finds tight (loose oracles: test_loop.py)
+    assert lib.module2.iterations == 1
+    debates = lib.module2.extra["debates"]
+    assert set(debates) == ids
+    assert all(d["rounds"] == 1 and d["hacker_satisfied"] for ds in debates.values() for d in ds)
 
 
 @pytest.mark.parametrize("index", range(10), ids=SLUGS)

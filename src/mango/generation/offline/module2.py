@@ -1,12 +1,14 @@
 """Module II rules: atomic task oracles, the Oracle Hacker and the library Judge.
 
-The Generator writes a task's oracle from its post-conditions and adds the conditions that
-feedback asks for. The Oracle Hacker looks for loopholes in any oracle, whoever wrote it: a
-predicate the function library lacks or calls with the wrong arity, a parameter the oracle
-ignores, and a missing effect or guard of the skill the task is (a placed object that was
-never released, a "picked" object that was never lifted). The Judge checks the library as
-a whole: every task has an oracle, oracles use only their parameters, and the manipulated
-object has one name throughout.
+The Generator writes a task's oracle from its post-conditions plus what the skill the task
+is demands besides (its guards): its best candidate, which its own hacker finds tight.
+Given a previous oracle (one another backend wrote) it adds the conditions feedback asks
+for. The Oracle Hacker looks for loopholes in any oracle, whoever wrote it: a predicate the
+function library lacks or calls with the wrong arity, a parameter the oracle ignores, and a
+missing effect or guard of the skill the task is (a placed object that was never released,
+a "picked" object that was never lifted). The Judge checks the library as a whole: every
+task has an oracle, oracles use only their parameters, and the manipulated object has one
+name throughout.
 """
 
 from __future__ import annotations
@@ -35,19 +37,37 @@ from mango.oracle.expr import (
 from mango.oracle.world_state import ROBOT_PARTS
 
 
+def demands(task: AtomicTask, parameters: list[str], functions: dict[str, Any] | None
+            ) -> list[str]:
+    """What an oracle of `task` must check: the effect and guards of the skill the task is,
+    over the oracle's `parameters`, where the function library can observe them."""
+    skill = skill_of_task(task, composite=True) or (task.id if task.id in SKILLS else None)
+    if skill is None:
+        return []
+    s = SKILLS[skill]
+    mapping = dict(zip(s.parameters, parameters or s.parameters, strict=False))
+    return [substitute(g, mapping) for g in (s.effect, *s.guards) if offered(g, functions)]
+
+
+def _with(expr: str, conds: list[str]) -> str:
+    """`expr` and every condition it does not check yet."""
+    for cond in conds:
+        if atoms_of(cond) and not conjunct_set(cond) <= conjunct_set(expr):
+            expr = f"{expr} and {cond.strip()}"
+    return expr
+
+
 def generate(ctx: dict[str, Any]) -> AtomicOracle:
+    """The task's post-conditions and what its skill demands besides; or, given a previous
+    oracle, that oracle with the conditions feedback asks to add."""
     task = AtomicTask.model_validate(ctx["task"])
     previous = ctx.get("previous")
-    expr = None
     if previous is not None:
-        expr = previous["correctness_oracle"]
-        for line in ctx.get("feedback", []):
-            low = line.lower()
-            if "add" in low or "require" in low:
-                for cond in module1.QUOTED.findall(line):
-                    if atoms_of(cond) and not conjunct_set(cond) <= conjunct_set(expr):
-                        expr = f"{expr} and {cond.strip()}"
-    if expr is None:
+        asked = [cond for line in ctx.get("feedback", [])
+                 if "add" in line.lower() or "require" in line.lower()
+                 for cond in module1.QUOTED.findall(line)]
+        expr = _with(previous["correctness_oracle"], asked)
+    else:
         conds = [c for c in task.post_conditions if atoms_of(c)]
         if conds:
             expr = " and ".join(conds)
@@ -56,19 +76,21 @@ def generate(ctx: dict[str, Any]) -> AtomicOracle:
             params = task.parameters or list(SKILLS[skill].parameters)
             mapping = dict(zip(SKILLS[skill].parameters, params, strict=False))
             expr = substitute(SKILLS[skill].effect, mapping)
+        expr = _with(expr, demands(task, task.parameters, ctx.get("functions")))
     return AtomicOracle(id=task.id, description=task.description,
                         parameters=task.parameters, correctness_oracle=expr)
 
 
 def generate_library(ctx: dict[str, Any]) -> AtomicOracleLibrary:
+    functions = ctx.get("functions")
     lib = ctx.get("atomic_library")
     if lib:
         tasks = [AtomicTask.model_validate(t) for t in lib]
     else:
         tasks = module1.generate({"instructions": ctx.get("instructions", []),
-                                  "functions": ctx.get("functions")}).atomic_library
+                                  "functions": functions}).atomic_library
     return AtomicOracleLibrary(atomic_oracle_library=[
-        generate({"task": t.model_dump()}) for t in tasks])
+        generate({"task": t.model_dump(), "functions": functions}) for t in tasks])
 
 
 def _loophole(cond: str) -> str:
@@ -112,21 +134,14 @@ def hack(ctx: dict[str, Any]) -> HackerReport:
         elif spec is not None and len(spec.get("arguments", [])) != len(atom.args):
             issues.append(f"'{atom.predicate}' takes {len(spec['arguments'])} argument(s), "
                           f"not {len(atom.args)}")
-    skill = skill_of_task(task, composite=True) or (task.id if task.id in SKILLS else None)
     counter = ""
-    if skill is not None:
-        s = SKILLS[skill]
-        mapping = dict(zip(s.parameters, oracle.parameters or s.parameters, strict=False))
-        present = conjunct_set(oracle.correctness_oracle)
-        needed = [substitute(g, mapping) for g in (s.effect, *s.guards)
-                  if offered(g, functions)]
-        for cond in needed:
-            if not conjunct_set(cond) <= present:
-                issues.append(f"'{oracle.id}' passes when the task was not done: "
-                              f"add '{cond}'")
-                if not counter:
-                    counter = (f"a state where '{oracle.correctness_oracle}' holds while "
-                               f"'{cond}' is false: {_loophole(cond)}")
+    present = conjunct_set(oracle.correctness_oracle)
+    for cond in demands(task, oracle.parameters, functions):
+        if not conjunct_set(cond) <= present:
+            issues.append(f"'{oracle.id}' passes when the task was not done: add '{cond}'")
+            if not counter:
+                counter = (f"a state where '{oracle.correctness_oracle}' holds while "
+                           f"'{cond}' is false: {_loophole(cond)}")
     if issues:
         return HackerReport(exploit_found=True, counterexample=counter, issues=issues)
     return HackerReport(exploit_found=False)
