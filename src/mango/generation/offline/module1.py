@@ -11,7 +11,6 @@ no task nobody needs) and repetition (no tasks that differ only by their object)
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from mango.generation.models import AssessorReport, AtomicLibraryAnswer, AtomicTask, JudgeVerdict
@@ -24,9 +23,7 @@ from mango.generation.offline.skills import (
     skill_of_task,
     task_from_skill,
 )
-from mango.generation.offline.verdicts import judge_from_reports, report
-
-QUOTED = re.compile(r"'([^']+)'")
+from mango.generation.offline.verdicts import judge_from_reports, quoted, report
 
 
 def _decomposition(instructions: list[str], functions: dict[str, Any] | None
@@ -47,7 +44,7 @@ def generate(ctx: dict[str, Any]) -> AtomicLibraryAnswer:
     lib = {t["id"]: AtomicTask.model_validate(t) for t in previous["atomic_library"]}
     edited = False
     for line in feedback:
-        names = QUOTED.findall(line)
+        names = quoted(line)
         low = line.lower()
         if "split" in low and len(names) >= 2:
             lib.pop(names[0], None)

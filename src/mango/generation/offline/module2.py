@@ -25,6 +25,7 @@ from mango.generation.models import (
 from mango.generation.offline import module1
 from mango.generation.offline.expressions import atoms_of, conjunct_set, substitute
 from mango.generation.offline.skills import OBJECT_FIRST, SKILLS, offered, skill_of_task
+from mango.generation.offline.verdicts import quoted
 from mango.oracle.expr import (
     Atom,
     ExpressionError,
@@ -65,7 +66,7 @@ def generate(ctx: dict[str, Any]) -> AtomicOracle:
     if previous is not None:
         asked = [cond for line in ctx.get("feedback", [])
                  if "add" in line.lower() or "require" in line.lower()
-                 for cond in module1.QUOTED.findall(line)]
+                 for cond in quoted(line)]
         expr = _with(previous["correctness_oracle"], asked)
     else:
         conds = [c for c in task.post_conditions if atoms_of(c)]

@@ -1,4 +1,5 @@
-"""What every module's Judge and Report Interpreter do in the offline planner."""
+"""What every module's Judge and Report Interpreter do in the offline planner, and how its
+generators read feedback."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import re
 from typing import Any
 
 from mango.generation.models import AssessorReport, Feedback, JudgeVerdict
+
+_QUOTED = re.compile(r"'([^']+)'")
 
 
 def report(issues: list[str], cost: int = 3) -> AssessorReport:
@@ -33,3 +36,8 @@ def interpret(ctx: dict[str, Any]) -> Feedback:
     for item in items:
         out.setdefault(re.sub(r"^\[[^\]]*\]\s*", "", item), item)
     return Feedback(feedback=list(out.values()))
+
+
+def quoted(line: str) -> list[str]:
+    """The names or conditions a feedback line quotes ("split 'put_in' into 'pick_up' ...")."""
+    return _QUOTED.findall(line)
