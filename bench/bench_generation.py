@@ -21,8 +21,8 @@ from rich.table import Table
 from mango.generation.engine import load_function_library
 from mango.generation.metrics import score_oracle, summarize
 from mango.generation.models import load_scene_file, load_tasks
+from mango.generation.offline.planner import OfflinePlanner
 from mango.generation.pipeline import ABLATIONS, GenerationConfig, make_pipeline
-from mango.llm.offline import OfflinePlanner
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "test" / "data" / "generation"

@@ -8,8 +8,8 @@ import pytest
 
 from mango.generation.engine import load_function_library
 from mango.generation.models import SceneFile, load_scene_file, load_tasks
+from mango.generation.offline.planner import OfflinePlanner
 from mango.generation.pipeline import GenerationConfig, make_pipeline
-from mango.llm.offline import OfflinePlanner
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "test" / "data" / "generation"

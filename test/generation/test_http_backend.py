@@ -25,10 +25,10 @@ from mango.generation.models import (
     JudgeVerdict,
     OracleCandidate,
 )
+from mango.generation.offline.planner import OfflinePlanner
 from mango.generation.pipeline import GenerationConfig, make_pipeline
 from mango.generation.prompts import read_messages
 from mango.llm.backend import AgentCall
-from mango.llm.offline import OfflinePlanner
 from mango.llm.registry import make_backend
 
 SCHEMAS = {

@@ -7,11 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mango.generation.engine import load_function_library
-from mango.generation.language import ground_instruction, parse_instruction_clauses
 from mango.generation.models import SceneTask
+from mango.generation.offline import module3
+from mango.generation.offline.grounding import ground_instruction
+from mango.generation.offline.parsing import parse_instruction_clauses
+from mango.generation.offline.planner import OfflinePlanner
 from mango.generation.pipeline import make_pipeline
 from mango.generation.reliability import ExecutionReliabilityAssessor
-from mango.llm.offline import OfflinePlanner
 
 KITCHEN = SceneTask(
     id="kitchen",
@@ -166,8 +168,7 @@ def test_any_text_is_parsed_without_crashing(words):
         assert g.obj in known and (g.target is None or g.target in known)
     if not res.goals:
         assert res.problems
-    cand = OfflinePlanner()._m3_generate({"instruction": text or "x",
-                                          "scene": KITCHEN.model_dump()})
+    cand = module3.generate({"instruction": text or "x", "scene": KITCHEN.model_dump()})
     assert cand.instruction == (text or "x")
 
 

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from mango.generation.engine import load_function_library
-from mango.generation.models import OracleCandidate, SceneTask
+from mango.generation.models import AtomicLibraryAnswer, OracleCandidate, SceneTask
+from mango.generation.offline import module1
+from mango.generation.offline.planner import OfflinePlanner
 from mango.generation.pipeline import GenerationConfig, make_pipeline
 from mango.llm.backend import AgentCall, LLMBackend
-from mango.llm.offline import OfflinePlanner
 
 INSTRUCTION = "put the black bowl in the bottom drawer of the cabinet and close it"
 
@@ -129,6 +130,8 @@ def test_flawed_candidate_rejected_then_fixed(libraries, drawer_scene):
     fb = " ".join(second.context["feedback"])
     assert "ghost_drawer_1" in fb and "oracle id" in fb
     assert "ghost_drawer_1" in second.messages[1]["content"]
+    assert [c.role for c in backend.tasks("module3.interpret")] == ["interpreter"]
+    assert run.module3.history[0].feedback == second.context["feedback"]
     assert run.module3.history[1].verdict["verdict"] == "APPROVED"
 
 
@@ -173,9 +176,52 @@ def test_default_cap_is_25_and_stall_stops_early(libraries, drawer_scene):
     assert "repeated its candidate" in run.module3.reason
 
 
+COMPOSITE = {"atomic_library": [{"id": "put_in", "parameters": ["obj_id", "target_id"],
+                                 "post_conditions": ["in(obj_id, target_id)"]}]}
+ATOMIC = {"atomic_library": [
+    {"id": "approach", "parameters": ["obj_id"],
+     "post_conditions": ["near(robot_hand, obj_id)"]},
+    {"id": "pick_up", "parameters": ["obj_id"], "post_conditions": ["grasped(obj_id)"]},
+    {"id": "place_in", "parameters": ["obj_id", "target_id"],
+     "post_conditions": ["in(obj_id, target_id)"]},
+]}
+
+
+def test_composite_library_rejected_then_fixed(libero_tasks):
+    """A model's composite 'put_in' is rejected; the assessors' issues reach the generator."""
+    backend = ScriptedBackend({"module1.generate": [COMPOSITE, ATOMIC]})
+    atomic, res = _pipeline(backend).module1(libero_tasks[:1])
+    assert res.approved and res.iterations == 2
+    assert atomic == AtomicLibraryAnswer.model_validate(ATOMIC)
+
+    first = res.history[0]
+    assert first.verdict["verdict"] == "REJECTED"
+    reports = {r["aspect"]: r["issues"] for r in first.reports}
+    assert any("'put_in' is composite" in i and "'place_in'" in i
+               for i in reports["atomicity"])
+    assert any("add 'approach'" in i for i in first.verdict["refinement_instructions"])
+    second = backend.tasks("module1.generate")[1]
+    fb = second.context["feedback"]
+    assert any("split 'put_in' into 'approach', 'pick_up' and 'place_in'" in i for i in fb)
+    assert "split 'put_in'" in second.messages[1]["content"]
+    assert second.context["previous"] == res.history[0].candidate
+    assert AtomicLibraryAnswer.model_validate(second.context["previous"]) == (
+        AtomicLibraryAnswer.model_validate(COMPOSITE))
+    assert [c.role for c in backend.tasks("module1.interpret")] == ["interpreter"]
+    assert res.history[1].verdict["verdict"] == "APPROVED"
+
+
+def test_offline_generator_applies_the_feedback_on_a_foreign_library(libero_tasks):
+    """After a model's composite library, the offline generator makes the edits asked for."""
+    backend = ScriptedBackend({"module1.generate": [COMPOSITE]}, repeat_last=False)
+    atomic, res = _pipeline(backend).module1(libero_tasks[:1])
+    assert res.approved and res.iterations == 2
+    assert [t.id for t in atomic.atomic_library] == ["approach", "pick_up", "place_in"]
+    assert [t["id"] for t in res.history[0].candidate["atomic_library"]] == ["put_in"]
+
+
 def test_module1_cap_and_debate_cap(libero_tasks):
-    composite = {"atomic_library": [{"id": "put_in", "parameters": ["obj_id", "target_id"],
-                                     "post_conditions": ["in(obj_id, target_id)"]}]}
+    composite = COMPOSITE
     backend = ScriptedBackend({"module1.generate": [composite]})
     pipe = _pipeline(backend, module1_max_iterations=3, stop_on_stall=False)
     _, res = pipe.module1(libero_tasks[:1])
@@ -187,8 +233,7 @@ def test_module1_cap_and_debate_cap(libero_tasks):
     loose = {"id": "pick_up", "parameters": ["obj_id"], "correctness_oracle": "up(obj_id)"}
     backend = ScriptedBackend({"module2.generate": [loose]})
     pipe = _pipeline(backend, debate_max_rounds=3, module2_max_iterations=2)
-    atomic = OfflinePlanner()._m1_generate({"instructions": ["pick up the book"],
-                                            "previous": None})
+    atomic = module1.generate({"instructions": ["pick up the book"], "previous": None})
     _, res2 = pipe.module2(["pick up the book"], atomic)
     debates = res2.extra["debates"]["pick_up"]
     assert all(d["rounds"] == 3 and not d["hacker_satisfied"] for d in debates)
@@ -201,11 +246,22 @@ def test_debate_fixes_a_loose_oracle(libero_tasks):
     backend = ScriptedBackend({"module2.generate": [loose]}, repeat_last=False)
     pipe = _pipeline(backend)
     atomic, _ = pipe.module1(["pick up the book"])
+    # the script answers the first debate: make it pick_up's
+    atomic = atomic.model_copy(update={"atomic_library": [
+        t for t in atomic.atomic_library if t.id == "pick_up"]})
     lib, res = pipe.module2(["pick up the book"], atomic)
     assert res.approved
     pick = lib.get("pick_up")
     assert pick is not None and "grasped(obj_id)" in pick.correctness_oracle
-    assert res.extra["debates"]["pick_up"][0]["rounds"] == 2
+    debate = res.extra["debates"]["pick_up"][0]
+    assert debate["rounds"] == 2
+    assert debate["log"][0]["oracle"]["correctness_oracle"] == "up(obj_id)"
+    assert any("add 'grasped(obj_id)'" in i for i in debate["log"][0]["hacker"]["issues"])
+    # the hacker's issues reached the generator, which added what they ask for
+    second = backend.tasks("module2.generate")[1]
+    assert second.context["task"]["id"] == "pick_up"
+    assert any("grasped(obj_id)" in f for f in second.context["feedback"])
+    assert pick.correctness_oracle == "up(obj_id) and grasped(obj_id)"
 
 
 @pytest.mark.parametrize("ablation", ["no_module1", "no_module2", "no_er", "baseline"])
@@ -279,3 +335,30 @@ def test_judge_cannot_approve_what_execution_reliability_rejects(libraries, draw
     assert any("execution_reliability" in r for r in first.verdict["reasons"])
     assert run.approved and run.module3.iterations == 2
     assert run.oracle.to_json_dict() == GOOD
+
+
+def test_rules_judge_malformed_expressions_instead_of_crashing(libraries, drawer_scene):
+    """A model's unparseable oracle is reported with the parser's reason, never skipped."""
+    broken = {"id": "pick_up", "parameters": ["obj_id"],
+              "correctness_oracle": "grasped(obj_id) and up(obj_id"}
+    backend = ScriptedBackend({"module2.generate": [broken]})
+    pipe = _pipeline(backend, debate_max_rounds=2, module2_max_iterations=1)
+    atomic = module1.generate({"instructions": ["pick up the book"], "previous": None})
+    _, res = pipe.module2(["pick up the book"], atomic)
+    hack = res.extra["debates"]["pick_up"][0]["log"][0]["hacker"]
+    assert hack["exploit_found"]
+    assert any("is not a valid expression" in i and "column" in i for i in hack["issues"])
+    assert not res.approved
+    assert any("pick_up" in r and "not a valid expression" in r
+               for r in res.history[0].verdict["reasons"])
+
+    garbage = copy.deepcopy(GOOD)
+    garbage["plan"][0]["actions"][2]["monitoring"][0]["handle_as"] = "in(akita_black_bowl_1,,"
+    backend = ScriptedBackend({"module3.generate": [garbage]})
+    run = _pipeline(backend, module3_max_iterations=1).module3(
+        INSTRUCTION, drawer_scene, *libraries)
+    reports = {r["aspect"]: r["issues"] for r in run.module3.history[0].reports}
+    assert any("differs from the library oracle 'place_in'" in i and "1.3" in i
+               for i in reports["compliance"])
+    assert any("1.3" in i for i in reports["execution_reliability"])
+    assert not run.approved

@@ -8,8 +8,8 @@ from mango.generation.embeddings import MiniLMEmbedder
 from mango.generation.engine import load_function_library
 from mango.generation.minimize import library_similarity, minimize_tasks
 from mango.generation.models import AtomicOracleLibrary
+from mango.generation.offline.planner import OfflinePlanner
 from mango.generation.pipeline import make_pipeline
-from mango.llm.offline import OfflinePlanner
 
 
 @pytest.fixture(scope="module")

@@ -35,14 +35,19 @@ def test_libraries_approved_and_atomic(offline_libero):
     assert lib.approved
     ids = {t.id for t in lib.atomic_library.atomic_library}
     assert {"approach", "pick_up", "place_in", "place_on", "close", "turn_on"} <= ids
-    assert not any(i.startswith("put") for i in ids)  # composites were split
+    assert not any(i.startswith("put") for i in ids)  # no composite task
     oracles = {o.id: o.correctness_oracle for o in lib.oracle_library.atomic_oracle_library}
     assert oracles["pick_up"] == "grasped(obj_id) and up(obj_id)"
     assert oracles["place_in"] == "in(obj_id, target_id) and not grasped(obj_id)"
-    # the first atomic library had composites and was refined by the loop
-    assert lib.module1.iterations >= 2
-    first = lib.module1.history[0].candidate["atomic_library"]
-    assert any(t["id"] == "put_in" for t in first)
+    # a deterministic planner proposes its best library, which its own assessors approve
+    # (refinement of flawed libraries: test_loop.py)
+    assert lib.module1.iterations == 1
+    assert lib.module1.history[0].verdict["verdict"] == "APPROVED"
+    # ... and oracles that its own hacker finds tight (loose oracles: test_loop.py)
+    assert lib.module2.iterations == 1
+    debates = lib.module2.extra["debates"]
+    assert set(debates) == ids
+    assert all(d["rounds"] == 1 and d["hacker_satisfied"] for ds in debates.values() for d in ds)
 
 
 @pytest.mark.parametrize("index", range(10), ids=SLUGS)
@@ -75,7 +80,8 @@ def test_verdicts_on_engine_example_traces(offline_libero, libero_tasks):
 def test_transcript_records_every_role(offline_libero):
     _, _, pipe = offline_libero
     roles = {e.role for e in pipe.transcript.entries}
-    assert roles == {"generator", "assessor", "judge", "hacker", "interpreter"}
+    # nothing is rejected, so nothing is interpreted (the interpreter: test_loop.py)
+    assert roles == {"generator", "assessor", "judge", "hacker"}
     entry = pipe.transcript.entries[0]
     assert entry.messages[0]["role"] == "system" and "JSON schema" in entry.messages[0]["content"]
     assert "put both the alphabet soup" in entry.messages[1]["content"]

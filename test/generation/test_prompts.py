@@ -15,8 +15,8 @@ from mango.generation.models import (
     JudgeVerdict,
     OracleCandidate,
 )
+from mango.generation.offline.planner import OfflinePlanner
 from mango.generation.prompts import build_messages
-from mango.llm.offline import OfflinePlanner
 
 TASKS = {
     "module1.generate": AtomicLibraryAnswer, "module1.assess.atomicity": AssessorReport,

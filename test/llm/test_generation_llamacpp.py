@@ -21,10 +21,10 @@ from mango.generation.models import (
     load_scene_file,
     select_scene,
 )
+from mango.generation.offline.planner import OfflinePlanner
 from mango.generation.pipeline import GenerationConfig, make_pipeline
 from mango.llm.cache import CachedBackend
 from mango.llm.local import LocalBackend
-from mango.llm.offline import OfflinePlanner
 
 pytestmark = pytest.mark.slow
 

@@ -11,11 +11,26 @@ from mango.errors import InputError
 from mango.llm.backend import AgentCall
 from mango.llm.cache import CachedBackend
 from mango.llm.openai_compat import OpenAICompatBackend
-from mango.llm.registry import backend_names, make_backend
+from mango.llm.registry import backend_names, make_backend, model_backends
 
 
 class Ok(BaseModel):
     ok: bool
+
+
+class FixedBackend:
+    """A backend a plug-in might register: one model, one canned answer."""
+
+    name = "fixed"
+
+    def __init__(self, model: str, answer: str = "no") -> None:
+        self.model, self.answer = model, answer
+
+    def model_for(self, role: str) -> str:
+        return self.model
+
+    def complete(self, call: AgentCall, schema):
+        return schema.model_validate({"ok": self.answer == "yes"})
 
 
 def test_openai_from_environment(chat_server, monkeypatch):
@@ -66,9 +81,34 @@ def test_unknown_backend_lists_the_choices():
     with pytest.raises(InputError) as info:
         make_backend("gpt-5")
     text = str(info.value)
-    for name in ("offline", "openai", "local", "replay:DIR"):
+    for name in ("openai", "local", "replay:DIR"):
         assert name in text
     assert "replay:DIR" in backend_names()
+    # the offline planner is generation logic: test/generation/test_backends.py
+    assert "offline" not in backend_names()
+
+
+def test_a_registry_takes_backends_by_name(tmp_path):
+    registry = model_backends()
+    registry.register("fixed", lambda model, opts: FixedBackend(model or "m0", **opts))
+    backend = registry.make("fixed", "m1", answer="yes")
+    assert isinstance(backend, FixedBackend) and backend.model_for("judge") == "m1"
+    assert "fixed" in registry.names() and "fixed" not in backend_names()
+    rec = registry.make(f"record:{tmp_path}@fixed")
+    assert isinstance(rec, CachedBackend) and isinstance(rec.inner, FixedBackend)
+    with pytest.raises(ValueError, match="may not contain"):
+        registry.register("a:b", lambda model, opts: FixedBackend("x"))
+
+
+def test_cache_without_inner_needs_a_default_or_a_name(tmp_path):
+    with pytest.raises(InputError, match="needs the backend it wraps") as info:
+        make_backend(f"record:{tmp_path}")
+    assert "openai" in str(info.value) and info.value.field == "backend"
+    registry = model_backends()
+    registry.register("fixed", lambda model, opts: FixedBackend(model or "m0"))
+    registry.default_inner = "fixed"
+    rec = registry.make(f"auto:{tmp_path}")
+    assert isinstance(rec, CachedBackend) and isinstance(rec.inner, FixedBackend)
 
 
 def test_cache_wrappers(chat_server, tmp_path):

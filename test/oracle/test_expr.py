@@ -19,6 +19,7 @@ from mango.oracle import (
     format_expression,
     parse_expression,
 )
+from mango.oracle.expr import conjuncts, iter_literals, parse_or_none, rename_entities
 
 a, b, c = Atom("up", ("a",)), Atom("up", ("b",)), Atom("up", ("c",))
 
@@ -141,6 +142,37 @@ def test_entities_in_first_use_order() -> None:
         "r",
         "robot_hand",
     ]
+
+
+def test_literals_carry_their_polarity() -> None:
+    e = parse_expression("in(x, r) and not grasped(x) and not (up(a) or not up(b))")
+    assert [(str(atom), pos) for atom, pos in iter_literals(e)] == [
+        ("in(x, r)", True), ("grasped(x)", False), ("up(a)", False), ("up(b)", True)]
+    assert [pos for _, pos in iter_literals(parse_expression("not not up(a)"))] == [True]
+
+
+def test_conjuncts_are_the_top_level_operands_of_and() -> None:
+    assert conjuncts(parse_expression("up(a) and (up(b) or up(c))")) == (a, Or((b, c)))
+    assert conjuncts(a) == (a,)
+    assert conjuncts(parse_expression("up(a) or up(b)")) == (Or((a, b)),)
+
+
+def test_rename_entities_touches_arguments_only() -> None:
+    e = parse_expression("in(obj_id, target_id) && !grasped(obj_id) || obj_id(target_id)")
+    renamed = rename_entities(e, {"obj_id": "bowl_1", "target_id": "drawer_1_region"})
+    assert format_expression(renamed) == (
+        "in(bowl_1, drawer_1_region) and not grasped(bowl_1) or obj_id(drawer_1_region)")
+    assert rename_entities(Const(True), {"x": "y"}) == Const(True)
+
+
+@pytest.mark.parametrize("text", ["", "pick_up", "up(a) and", "up(a", "up(a) & up(b)",
+                                  "up(a))", None, 42, "(" * 300 + "up(a)" + ")" * 300])
+def test_parse_or_none_is_none_for_what_does_not_parse(text: object) -> None:
+    assert parse_or_none(text) is None
+
+
+def test_parse_or_none_parses_what_parses() -> None:
+    assert parse_or_none(" up(a)&&up(b) ") == And((a, b))
 
 
 def test_n_ary_nodes_need_two_operands() -> None:

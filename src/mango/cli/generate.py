@@ -52,10 +52,10 @@ def _session(backend: str, model: str | None, opts: list[str] | None, ablation: 
     from rich.console import Console
 
     from mango.errors import InputError
+    from mango.generation.backends import make_backend
     from mango.generation.engine import load_function_library
     from mango.generation.pipeline import GenerationConfig
     from mango.generation.runner import Session
-    from mango.llm.registry import make_backend
 
     err = Console(stderr=True)
     try:

@@ -15,8 +15,8 @@ from typing import Any
 
 from mango.errors import InputError
 from mango.generation import engine
-from mango.generation.language import Grounder
 from mango.generation.models import AssessorReport, SceneTask
+from mango.generation.offline.matching import Grounder
 
 ASPECT = "execution_reliability"
 

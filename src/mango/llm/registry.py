@@ -1,13 +1,15 @@
-"""Choosing a backend by configuration — the one place that maps names to backends.
+"""Choosing a model backend by configuration — backends are registered by name.
 
-Names:
-- `offline`: the deterministic offline planner (not a language model);
+A `BackendRegistry` maps names to factories; `model_backends()` holds the language-model
+backends of this package:
 - `openai`: any OpenAI-compatible server (`base_url` option, else `$MANGO_LLM_BASE_URL`,
   else api.openai.com; the key from `$OPENAI_API_KEY` or the variable named by
   `api_key_env`);
-- `local`: a GGUF model (`qwen0.5b` by default, or a path) served by llama.cpp on loopback;
-- `record:DIR[@NAME]`, `auto:DIR[@NAME]`: the record/replay cache in DIR around backend
-  NAME (default: the `inner` option, else `offline`); `replay:DIR` replays DIR offline.
+- `local`: a GGUF model (`qwen0.5b` by default, or a path) served by llama.cpp on loopback.
+Any registry also accepts the record/replay cache around one of its names:
+`record:DIR[@NAME]`, `auto:DIR[@NAME]` (NAME defaults to the `inner` option, else the
+registry's `default_inner`); `replay:DIR` replays DIR without any backend. Layers above add
+their own names (the generation layer adds the offline planner and makes it the default).
 
 Options may arrive as strings (command line, environment); they are converted to the
 types of `OpenAICompatConfig` with errors naming the option.
@@ -20,6 +22,7 @@ import os
 import types
 import typing
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from mango.errors import InputError
@@ -29,12 +32,6 @@ from mango.llm.cache import CACHE_MODES, CachedBackend
 BackendFactory = Callable[[str | None, dict[str, Any]], LLMBackend]
 
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
-
-
-def _offline(model: str | None, opts: dict[str, Any]) -> LLMBackend:
-    from mango.llm.offline import OfflinePlanner
-
-    return OfflinePlanner(**opts)
 
 
 def _openai(model: str | None, opts: dict[str, Any]) -> LLMBackend:
@@ -69,34 +66,42 @@ def _local(model: str | None, opts: dict[str, Any]) -> LLMBackend:
     return LocalBackend(spec, **server_opts, **config)
 
 
-_FACTORIES: dict[str, BackendFactory] = {
-    "offline": _offline,
-    "openai": _openai,
-    "local": _local,
-}
+@dataclass
+class BackendRegistry:
+    """Backend names and their factories, plus the cache wrappers around any of them."""
 
+    factories: dict[str, BackendFactory] = field(default_factory=dict)
+    # what `record:DIR` / `auto:DIR` wrap when neither `@NAME` nor the `inner` option says
+    default_inner: str | None = None
 
-def register_backend(name: str, factory: BackendFactory) -> None:
-    """Add a backend name (for plug-ins and tests); `factory(model, opts)` builds it."""
-    if ":" in name or "@" in name or not name:
-        raise ValueError(f"backend names may not contain ':' or '@' (got {name!r})")
-    _FACTORIES[name] = factory
+    def register(self, name: str, factory: BackendFactory) -> None:
+        """Add a backend name; `factory(model, opts)` builds it."""
+        if ":" in name or "@" in name or not name:
+            raise ValueError(f"backend names may not contain ':' or '@' (got {name!r})")
+        self.factories[name] = factory
 
+    def names(self) -> list[str]:
+        """Every name `make` accepts (cache wrappers shown as patterns)."""
+        return [*self.factories, "record:DIR[@NAME]", "auto:DIR[@NAME]", "replay:DIR"]
 
-def backend_names() -> list[str]:
-    """Every name `make_backend` accepts (cache wrappers shown as patterns)."""
-    return [*_FACTORIES, "record:DIR[@NAME]", "auto:DIR[@NAME]", "replay:DIR"]
-
-
-def make_backend(name: str, model: str | None = None, **opts: Any) -> LLMBackend:
-    """Build the backend `name` (see the module docstring) with `model` and options."""
-    prefix, sep, rest = name.partition(":")
-    if sep and prefix in CACHE_MODES:
-        directory, inner_name = _split_inner(rest, opts.pop("inner", None))
-        if not directory:
-            raise InputError(f"{prefix}: needs a directory, e.g. {prefix}:runs/cache",
+    def make(self, name: str, model: str | None = None, **opts: Any) -> LLMBackend:
+        """Build the backend `name` (see the module docstring) with `model` and options."""
+        prefix, sep, rest = name.partition(":")
+        if sep and prefix in CACHE_MODES:
+            return self._cached(prefix, rest, model, opts)
+        factory = self.factories.get(name)
+        if factory is None:
+            raise InputError(f"unknown backend {name!r}; use one of {', '.join(self.names())}",
                              field="backend")
-        if prefix == "replay" and inner_name is None:
+        return factory(model, opts)
+
+    def _cached(self, mode: str, rest: str, model: str | None, opts: dict[str, Any]
+                ) -> LLMBackend:
+        directory, inner_name = self._split_inner(rest, opts.pop("inner", None))
+        if not directory:
+            raise InputError(f"{mode}: needs a directory, e.g. {mode}:runs/cache",
+                             field="backend")
+        if mode == "replay" and inner_name is None:
             cached = CachedBackend(directory, "replay")
             if model is not None:
                 recorded = {cached.model_for(r) for r in ROLES}
@@ -105,23 +110,36 @@ def make_backend(name: str, model: str | None = None, **opts: Any) -> LLMBackend
                         f"{directory} was recorded with model(s) {', '.join(sorted(recorded))}, "
                         f"not {model!r}; drop --model to replay it", field="model")
             return cached
-        inner = make_backend(inner_name or "offline", model, **opts)
-        return CachedBackend(directory, prefix, inner)  # type: ignore[arg-type]
-    factory = _FACTORIES.get(name)
-    if factory is None:
-        raise InputError(f"unknown backend {name!r}; use one of {', '.join(backend_names())}",
-                         field="backend")
-    return factory(model, opts)
+        inner_name = inner_name or self.default_inner
+        if inner_name is None:
+            raise InputError(f"{mode}:DIR needs the backend it wraps: {mode}:DIR@NAME with "
+                             f"NAME one of {', '.join(self.factories)}", field="backend")
+        inner = self.make(inner_name, model, **opts)
+        return CachedBackend(directory, mode, inner)  # type: ignore[arg-type]
+
+    def _split_inner(self, rest: str, inner_opt: str | None) -> tuple[str, str | None]:
+        directory, at, tail = rest.rpartition("@")
+        if at and tail in self.factories:
+            return directory, tail
+        if inner_opt is not None and inner_opt not in self.factories:
+            raise InputError(f"unknown inner backend {inner_opt!r}; use one of "
+                             f"{', '.join(self.factories)}", field="inner")
+        return rest, inner_opt
 
 
-def _split_inner(rest: str, inner_opt: str | None) -> tuple[str, str | None]:
-    directory, at, tail = rest.rpartition("@")
-    if at and tail in _FACTORIES:
-        return directory, tail
-    if inner_opt is not None and inner_opt not in _FACTORIES:
-        raise InputError(f"unknown inner backend {inner_opt!r}; use one of "
-                         f"{', '.join(_FACTORIES)}", field="inner")
-    return rest, inner_opt
+def model_backends() -> BackendRegistry:
+    """A registry of the language-model backends of this package: openai and local."""
+    return BackendRegistry({"openai": _openai, "local": _local})
+
+
+def make_backend(name: str, model: str | None = None, **opts: Any) -> LLMBackend:
+    """Build one of `model_backends()` (or a cache around one) by name."""
+    return model_backends().make(name, model, **opts)
+
+
+def backend_names() -> list[str]:
+    """Every name `make_backend` accepts."""
+    return model_backends().names()
 
 
 def _reject_unknown(opts: dict[str, Any], known: set[str], backend: str) -> None:

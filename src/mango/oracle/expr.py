@@ -9,7 +9,7 @@ nested, so `parse_expression(format_expression(e)) == e` holds for every AST.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from mango.errors import InputError
@@ -164,6 +164,19 @@ def iter_atoms(expr: Expr) -> Iterator[Atom]:
             stack.extend(reversed(node.operands))
 
 
+def iter_literals(expr: Expr) -> Iterator[tuple[Atom, bool]]:
+    """Every atom with its polarity: True where an even number of `not`s is above it."""
+    stack: list[tuple[Expr, bool]] = [(expr, True)]
+    while stack:
+        node, positive = stack.pop()
+        if isinstance(node, Atom):
+            yield node, positive
+        elif isinstance(node, Not):
+            stack.append((node.operand, not positive))
+        elif isinstance(node, And | Or):
+            stack.extend((op, positive) for op in reversed(node.operands))
+
+
 def entities(expr: Expr) -> list[str]:
     """Entity ids an expression mentions, in first-use order."""
     seen: dict[str, None] = {}
@@ -171,6 +184,23 @@ def entities(expr: Expr) -> list[str]:
         for a in atom.args:
             seen.setdefault(a, None)
     return list(seen)
+
+
+def conjuncts(expr: Expr) -> tuple[Expr, ...]:
+    """The top-level operands of a conjunction; any other expression is its own conjunct."""
+    return expr.operands if isinstance(expr, And) else (expr,)
+
+
+def rename_entities(expr: Expr, mapping: Mapping[str, str]) -> Expr:
+    """The expression with entity arguments renamed (parameter names bound to scene ids);
+    predicate names are never touched."""
+    if isinstance(expr, Atom):
+        return Atom(expr.predicate, tuple(mapping.get(a, a) for a in expr.args))
+    if isinstance(expr, Not):
+        return Not(rename_entities(expr.operand, mapping))
+    if isinstance(expr, And | Or):
+        return type(expr)(tuple(rename_entities(op, mapping) for op in expr.operands))
+    return expr
 
 
 # ---------------------------------------------------------------------------------- printing
@@ -344,3 +374,16 @@ def parse_expression(text: str) -> Expr:
     if not isinstance(text, str):
         raise InputError(f"an expression must be a string, not {type(text).__name__}")
     return _Parser(text).parse()
+
+
+def parse_or_none(text: object) -> Expr | None:
+    """The AST of `text`, or None where it is not a well-formed expression.
+
+    For rules that judge a model's answers: they must report garbage, not crash on it.
+    """
+    if not isinstance(text, str):
+        return None
+    try:
+        return _Parser(text).parse()
+    except ExpressionError:
+        return None

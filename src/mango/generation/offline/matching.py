@@ -1,0 +1,130 @@
+"""Fuzzy matching of noun phrases to the ids of one scene.
+
+Each scene id is known by its human description (spec §4 `descriptions`) and by the id read
+as words; a phrase scores by weighted token similarity (synonyms, plurals, typos) with its
+head noun counting double. The Execution Reliability assessor uses the same matching to
+suggest the closest id for an ungrounded one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mango.generation.models import SceneTask
+from mango.generation.offline.lexicon import LEXICON, head_noun, singular, token_sim, tokens_of
+
+
+@dataclass(frozen=True)
+class EntityNames:
+    """How one scene id may be called: its description and its id read as words."""
+
+    entity: str
+    names: tuple[tuple[str, ...], ...]
+    heads: tuple[str, ...]
+
+
+def _match_score(phrase: list[str], name: tuple[str, ...], name_head: str | None) -> float:
+    content = [w for w in phrase if w not in LEXICON.stop]
+    if not content or not name:
+        return 0.0
+    head = head_noun(phrase)
+    weights = [2.0 if w == head else 1.0 for w in content]
+    best = [max(token_sim(w, n) for n in name) for w in content]
+    recall = sum(w * b for w, b in zip(weights, best, strict=True)) / sum(weights)
+    covered = [max(token_sim(n, w) for w in content) for n in name]
+    precision = sum(covered) / len(covered)
+    if recall == 0 or precision == 0:
+        return 0.0
+    score = 2 * precision * recall / (precision + recall)
+    if head is not None and max(token_sim(head, n) for n in name) == 0.0:
+        score *= 0.5  # "the basket" must not ground to a thing merely *in* a basket
+    if name_head is not None and head is not None and token_sim(head, name_head) >= 0.9:
+        score = min(1.0, score + 0.05)
+    return score
+
+
+class Grounder:
+    """Fuzzy matching of noun phrases to the ids of one scene."""
+
+    def __init__(self, scene: SceneTask) -> None:
+        self.scene = scene
+        self.entities = scene.entities()
+        self._names: dict[str, EntityNames] = {}
+        for ent in self.entities:
+            names: list[tuple[str, ...]] = []
+            heads: list[str] = []
+            desc = scene.descriptions.get(ent)
+            if desc:
+                words = tokens_of(desc)
+                names.append(tuple(w for w in words if w not in LEXICON.stop))
+                h = head_noun(words)
+                if h:
+                    heads.append(h)
+            id_words = tuple(tokens_of(ent))
+            names.append(id_words)
+            if id_words:
+                heads.append(id_words[-1])
+            self._names[ent] = EntityNames(ent, tuple(n for n in names if n), tuple(heads))
+
+    # -- kinds and structure ------------------------------------------------------------
+
+    def kind(self, ent: str) -> str | None:
+        k = self.scene.kind_of(ent)
+        if k is None and ent.endswith("_region"):
+            return "region"
+        return k
+
+    def is_movable(self, ent: str) -> bool:
+        return ent in self.scene.objects or self.kind(ent) == "object"
+
+    def is_region(self, ent: str) -> bool:
+        return self.kind(ent) == "region" or ent.endswith("_region")
+
+    def parent(self, ent: str) -> str | None:
+        """The longest other id that prefixes this one (basket_1 for basket_1_contain_region)."""
+        best = None
+        for other in self.entities:
+            if other != ent and ent.startswith(other + "_") and (
+                best is None or len(other) > len(best)
+            ):
+                best = other
+        return best
+
+    def children(self, ent: str) -> list[str]:
+        return [e for e in self.entities if e != ent and self.parent(e) == ent]
+
+    def words(self, ent: str) -> set[str]:
+        out: set[str] = set()
+        for n in self._names[ent].names:
+            out.update(n)
+        return out
+
+    def head_words(self, ent: str) -> tuple[str, ...]:
+        return self._names[ent].heads
+
+    def is_closable(self, ent: str) -> bool:
+        if self.kind(ent) == "joint":
+            return True
+        return any(singular(h) in LEXICON.closable for h in self.head_words(ent))
+
+    def is_switchable(self, ent: str) -> bool:
+        if self.kind(ent) == "device":
+            return True
+        return any(singular(h) in LEXICON.switchable for h in self.head_words(ent))
+
+    # -- matching -----------------------------------------------------------------------
+
+    def score(self, phrase: list[str], ent: str) -> float:
+        names = self._names[ent]
+        return max(
+            (_match_score(phrase, n, names.heads[i] if i < len(names.heads) else None)
+             for i, n in enumerate(names.names)),
+            default=0.0,
+        )
+
+    def rank(
+        self, phrase: list[str], candidates: list[str] | None = None
+    ) -> list[tuple[str, float]]:
+        pool = candidates if candidates is not None else self.entities
+        scored = [(e, self.score(phrase, e)) for e in pool]
+        return sorted(scored, key=lambda es: -es[1])

@@ -1,0 +1,190 @@
+"""Reading an instruction into clauses without a language model.
+
+An instruction is split into clauses at conjunctions that introduce a new verb ("..., place
+it in the bowl and close it"), each clause into a verb, an object noun phrase, an optional
+source ("from the cutting board") and a spatial relation with its target ("to the right of
+the plate", "in the back compartment of the caddy"). Verb-less conjuncts ("put the soup in
+the basket and the sauce in the bowl") repeat the previous verb. Grounding the noun phrases
+on a scene is `grounding`'s job.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mango.generation.offline.lexicon import LEXICON, singular
+
+
+@dataclass
+class NounPhrase:
+    words: list[str]
+    plural: bool = False
+    quantified: bool = False  # "both", "all", "two"
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words)
+
+    @property
+    def is_pronoun(self) -> bool:
+        content = [w for w in self.words if w not in LEXICON.determiners]
+        return len(content) == 1 and content[0] in LEXICON.pronouns
+
+
+@dataclass
+class Clause:
+    verb: str  # canonical verb
+    obj: NounPhrase | None
+    source: NounPhrase | None = None
+    relation: str | None = None
+    target: NounPhrase | None = None
+    sequential_after_previous: bool = False  # "then", "after that"
+    text: str = ""
+
+
+def normalize_instruction(text: str) -> list[str]:
+    s = text.lower().strip()
+    s = re.sub(r"[\"'`]", "", s)
+    s = s.replace("&", " and ")
+    s = re.sub(r"[;:.!?]", " , ", s)
+    s = s.replace(",", " , ")
+    for pattern, repl in LEXICON.multiword:
+        s = pattern.sub(repl, s)
+    return s.split()
+
+
+def _starts_clause(toks: list[str], j: int) -> bool:
+    """Whether the verb at `j` starts a new clause ("and set the table", not "and set")."""
+    if j >= len(toks) or toks[j] not in LEXICON.verb_words:
+        return False
+    if toks[j] not in LEXICON.verbs_needing_an_object:
+        return True
+    follows = LEXICON.determiners | LEXICON.pronouns | LEXICON.quantifiers
+    return j + 1 < len(toks) and toks[j + 1] in follows
+
+
+def _split_clauses(toks: list[str]) -> list[tuple[list[str], bool]]:
+    """Split at connectors that introduce a verb; returns (clause tokens, after_previous)."""
+    clauses: list[tuple[list[str], bool]] = []
+    current: list[str] = []
+    after = False
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        if t in LEXICON.connectors and current:
+            j = i
+            saw_then = False
+            while j < len(toks) and toks[j] in LEXICON.connectors:
+                if toks[j] in LEXICON.sequencing_connectors:
+                    saw_then = True
+                j += 1
+            if _starts_clause(toks, j):
+                clauses.append((current, after))
+                current, after = [], saw_then
+                i = j
+                continue
+        current.append(t)
+        i += 1
+    if current:
+        clauses.append((current, after))
+    return [(c, a) for c, a in clauses if c]
+
+
+def match_relation(toks: list[str], i: int) -> tuple[str, int] | None:
+    """(relation, number of words) of the relation phrase starting at `i`, if any."""
+    for words, rel in LEXICON.relations:
+        if tuple(toks[i : i + len(words)]) == words:
+            # "on the left plate" is a noun phrase, "on the left of the plate" a relation
+            return rel, len(words)
+    return None
+
+
+def _noun_phrase(words: list[str]) -> NounPhrase | None:
+    while words and words[0] in {",", "and"}:
+        words = words[1:]
+    while words and words[-1] in {"and", "then", ","}:
+        words = words[:-1]
+    if not words:
+        return None
+    quantified = any(w in LEXICON.quantifiers for w in words)
+    content = [w for w in words if w not in LEXICON.stop]
+    plural = bool(content) and singular(content[-1]) != content[-1] and not quantified
+    return NounPhrase(words=words, plural=plural or quantified, quantified=quantified)
+
+
+def parse_clause(toks: list[str], after: bool) -> Clause | None:
+    """One clause: verb, object, optional source and relation + target."""
+    while toks and (toks[0] in LEXICON.connectors or toks[0] == "please"):
+        toks = toks[1:]
+    if not toks or toks[0] not in LEXICON.verb_words:
+        return None
+    verb = LEXICON.verb_words[toks[0]]
+    rest = toks[1:]
+    if verb in {"open", "close", "turn_on", "turn_off"}:
+        return Clause(verb=verb, obj=_noun_phrase(rest), sequential_after_previous=after,
+                      text=" ".join(toks))
+    # object runs up to "from" or the first relation phrase
+    obj_words: list[str] = []
+    source = None
+    relation = None
+    target = None
+    i = 0
+    while i < len(rest):
+        if rest[i] in LEXICON.source_words and obj_words:
+            j = i + 1
+            while j < len(rest) and rest[j] == "of":
+                j += 1
+            src: list[str] = []
+            while j < len(rest) and match_relation(rest, j) is None:
+                src.append(rest[j])
+                j += 1
+            source = _noun_phrase(src)
+            i = j
+            continue
+        m = match_relation(rest, i)
+        if m is not None and obj_words:
+            rel, n = m
+            tail = rest[i + n :]
+            if verb == "pick":
+                # a locator of the picked object ("the bowl next to the plate")
+                source = _noun_phrase(tail)
+            else:
+                relation, target = rel, _noun_phrase(tail)
+            break
+        obj_words.append(rest[i])
+        i += 1
+    return Clause(verb=verb, obj=_noun_phrase(obj_words), source=source, relation=relation,
+                  target=target, sequential_after_previous=after, text=" ".join(toks))
+
+
+def _gapped(clause: Clause, toks: list[str]) -> tuple[Clause, list[str]] | None:
+    """'put the soup in the basket and the sauce in the bowl': the verb is left out."""
+    if clause.target is None or clause.verb != "place":
+        return None
+    words = clause.target.words
+    for i, w in enumerate(words):
+        if w in {"and", ","} and any(match_relation(words, j) for j in range(i + 2, len(words))):
+            first = Clause(verb=clause.verb, obj=clause.obj, source=clause.source,
+                           relation=clause.relation, target=_noun_phrase(words[:i]),
+                           sequential_after_previous=clause.sequential_after_previous,
+                           text=clause.text)
+            rest = [toks[0], *[x for x in words[i + 1 :] if x not in {"then"}]]
+            return first, rest
+    return None
+
+
+def parse_instruction_clauses(instruction: str) -> list[Clause]:
+    """Clauses of an instruction, in order; verb-less conjuncts repeat the previous verb."""
+    out = []
+    for toks, after in _split_clauses(normalize_instruction(instruction)):
+        c = parse_clause(toks, after)
+        while c is not None:
+            split = _gapped(c, toks)
+            if split is None:
+                out.append(c)
+                break
+            first, toks = split
+            out.append(first)
+            c = parse_clause(toks, False)
+    return out
