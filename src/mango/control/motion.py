@@ -113,10 +113,11 @@ class MotionPlanner:
         q = np.asarray(q, float)
         if cmd.kind == "move":
             d = _unit(cmd.direction, "direction")
-            reach = self.robot.workspace.diagonal * 1000.0
+            # Ten times the workspace's diagonal: far beyond any real move (the workspace box
+            # refuses those with their target), near enough to keep the arithmetic finite.
+            reach = 10 * self.robot.workspace.diagonal * 1000.0
             if not math.isfinite(cmd.distance_mm) or abs(cmd.distance_mm) > reach:
-                raise GoalRejected(f"distance_mm must be finite and within the workspace's "
-                                   f"diagonal ({reach:.0f} mm)")
+                raise GoalRejected(f"distance_mm must be finite and at most {reach:.0f} mm")
             return self._cartesian(cmd, q, width, d * cmd.distance_mm / 1000.0, None)
         if cmd.kind == "rotate":
             a = _unit(cmd.axis, "axis")
