@@ -42,8 +42,13 @@ def record(
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
+    from mango.cli.outputs import output_dir
     from mango.nodes.bag_recorder import BagRecorder
 
+    try:
+        output_dir(output, "bag", new=True)
+    except InputError as exc:
+        _fail(exc)
     rclpy.init()
     node = None
     try:
@@ -55,7 +60,7 @@ def record(
             executor.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except FileExistsError as exc:
+    except (FileExistsError, NotADirectoryError) as exc:
         _fail(InputError(str(exc)))
     finally:
         if node is not None:
@@ -137,12 +142,15 @@ def export(
     """Write the recorded world states of one episode (default: the last) as a spec §3
     trace."""
     from mango.bags.states import iter_episode
+    from mango.cli.outputs import output_file, write_error
     from mango.oracle.world_state import write_trace
 
     try:
-        n = write_trace(output, iter_episode(bag, topic, episode))
+        n = write_trace(output_file(output, "trace file"), iter_episode(bag, topic, episode))
     except InputError as exc:
         _fail(exc)
+    except OSError as exc:
+        _fail(write_error(exc, output))
     sys.stderr.write(f"wrote {n} states to {output}\n")
 
 
@@ -159,12 +167,13 @@ def repair(
     import tempfile
 
     from mango.bags import BagReader, BagWriter
+    from mango.cli.outputs import output_dir
 
-    if output.exists():
-        _fail(InputError("exists already: give a new directory", file=str(output)))
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
+        output_dir(output, "repaired bag", new=True)
         partial = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    except InputError as exc:
+        _fail(exc)
     except OSError as exc:
         _fail(InputError(f"cannot write here: {exc.strerror}", file=str(output)))
     try:

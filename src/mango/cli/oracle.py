@@ -182,8 +182,15 @@ def functions(
     text = json.dumps(library.to_json(), indent=2) + "\n"
     if output is None:
         typer.echo(text, nl=False)
-    else:
-        output.write_text(text, encoding="utf-8")
+        return
+    from mango.cli.outputs import output_file, write_error
+
+    try:
+        output_file(output, "function library file").write_text(text, encoding="utf-8")
+    except InputError as exc:
+        _fail(exc)
+    except OSError as exc:
+        _fail(write_error(exc, output))
 
 
 class _TraceReader:
