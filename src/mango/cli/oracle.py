@@ -75,6 +75,9 @@ def check(
             for state in states:
                 tracker.update(state)
         report = tracker.finish()
+        if report.n_states == 0:
+            raise InputError("the trace holds no world states: nothing to judge",
+                             file=str(trace))
     except InputError as exc:
         _fail(exc)
     if json_output:
@@ -156,6 +159,9 @@ def symbolic(
             raise InputError(exc.message, file=goal_file, field=exc.field) from None
         with _TraceReader(trace) as states:
             report = oracle.check(states)
+        if report.n_states == 0:
+            raise InputError("the trace holds no world states: nothing to judge",
+                             file=str(trace))
     except InputError as exc:
         _fail(exc)
     if json_output:
