@@ -263,3 +263,24 @@ def test_hostile_values_in_a_bag_are_dropped_alike_in_one_process_or_two(
     trace = tmp_path / "hostile.jsonl"
     write_trace(trace, iter_episode(tmp_path / "hostile"))
     assert check_trace(ORACLE, read_trace(trace)).to_json() == expected
+
+
+def test_the_only_world_state_topic_is_found_and_two_are_a_clear_error(tmp_path: Path) -> None:
+    from mango.bags.states import world_state_topic
+
+    states = _episode(5, 2, None)
+    one = tmp_path / "one"
+    with BagWriter(one) as w:
+        w.add_topic("/mango_ab12/world_state", TYPE)
+        w.add_topic("/chatter", "std_msgs/msg/String")
+        for k, (_t, data) in enumerate(states):
+            w.write("/mango_ab12/world_state", data, k)
+    assert world_state_topic(one) == "/mango_ab12/world_state"
+    assert world_state_topic(one, "/given") == "/given"
+    two = tmp_path / "two"
+    with BagWriter(two) as w:
+        for topic in ("/a/world_state", "/b/world_state"):
+            w.add_topic(topic, TYPE)
+            w.write(topic, states[0][1], 0)
+    with pytest.raises(InputError, match=r"2 WorldState topics .*choose one with --topic"):
+        world_state_topic(two)

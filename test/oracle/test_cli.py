@@ -262,3 +262,12 @@ def test_exit_code_flag_fails_on_a_fail_verdict(command: str, trace: str, code: 
     assert gated == code and gated_out == out
     assert json.loads(out)["verdict"] == ("pass" if code == 0 else "fail")
 
+
+
+@pytest.mark.parametrize("command", ["check", "symbolic"])
+def test_an_empty_trace_is_bad_input_not_a_verdict(command: str, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    code, out, err = run(command, ORACLE, empty, "--json")
+    assert code == 2 and out == ""
+    assert err == f"error: {empty}: the trace holds no world states: nothing to judge\n"

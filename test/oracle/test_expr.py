@@ -221,3 +221,20 @@ def test_symbol_spellings_parse_the_same(expr: Expr, swap: tuple[str, str]) -> N
     )
     if any(n in swapped for n in ("&&", "||", "!")):
         assert parse_expression(swapped) == expr
+
+
+def test_an_error_in_a_huge_expression_shows_a_window_around_the_problem() -> None:
+    """A 10,000-parenthesis expression (or any long line) is not echoed whole: the message
+    holds ~80 characters around the caret, which still points at the offending character."""
+    from mango.oracle.expr import EXCERPT_HALF, ExpressionError, parse_expression
+
+    text = "up(a) and " + "x" * 5000 + " ) " + "y" * 5000
+    with pytest.raises(ExpressionError) as exc:
+        parse_expression(text)
+    excerpt, caret = str(exc.value).splitlines()[-2:]
+    assert len(str(exc.value)) < 400
+    assert len(excerpt) <= 4 + 2 * EXCERPT_HALF + 2  # the window and its two ellipses
+    assert excerpt[caret.index("^")] == text[exc.value.offset] == ")"
+    with pytest.raises(ExpressionError) as deep:
+        parse_expression("(" * 10_000)
+    assert len(str(deep.value)) < 400

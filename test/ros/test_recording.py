@@ -64,15 +64,14 @@ def test_live_run_recorded_and_replayed_gives_identical_report(
                       "--topic", f"{namespace}/world_state", "--json")
     assert replayed.returncode == 0, replayed.stderr
     assert json.loads(replayed.stdout) == live
-    gated = _mango("replay", str(bag), "--oracle", str(ORACLE),
-                   "--topic", f"{namespace}/world_state", "--json", "--exit-code")
+    # no --topic: the bag's only WorldState topic is the namespaced one
+    gated = _mango("replay", str(bag), "--oracle", str(ORACLE), "--json", "--exit-code")
     assert gated.returncode == 1, gated.stderr  # fail_mid: a fail verdict, and --exit-code
     assert json.loads(gated.stdout) == live
     assert live == check_trace(ORACLE, read_trace(TRACE)).to_json()
 
     exported = tmp_path / "trace.jsonl"
-    out = _mango("bag", "export", str(bag), "--topic", f"{namespace}/world_state",
-                 "-o", str(exported))
+    out = _mango("bag", "export", str(bag), "-o", str(exported))
     assert out.returncode == 0, out.stderr
     assert [s.to_record() for s in read_trace(exported)] == [
         s.to_record() for s in read_trace(TRACE)]

@@ -23,6 +23,7 @@ from mango.oracle.world_state import WorldState
 log = logging.getLogger(__name__)
 
 WORLD_STATE_TYPE = "mango_ros/msg/WorldState"
+DEFAULT_TOPIC = "/world_state"
 _STAMP = struct.Struct("<iI")  # header.stamp right after the 4-byte CDR encapsulation
 
 
@@ -40,6 +41,21 @@ def world_state_payloads(bag: str | Path, topic: str,
         yield m.data
     if not seen and span is None:
         raise no_messages(bag, topic)
+
+
+def world_state_topic(bag: str | Path, topic: str | None = None) -> str:
+    """The topic to judge: `topic` when given; else `/world_state`, or the bag's only
+    `WorldState` topic (a run recorded under a namespace, as `mango policy run` records)."""
+    if topic:
+        return topic
+    found = sorted(t for t, (msgtype, _) in BagReader(bag).topics().items()
+                   if msgtype == WORLD_STATE_TYPE)
+    if DEFAULT_TOPIC in found or not found:
+        return DEFAULT_TOPIC  # an absent topic is reported by the reader, with what there is
+    if len(found) > 1:
+        raise InputError(f"the bag has {len(found)} WorldState topics ({', '.join(found)}): "
+                         "choose one with --topic", file=str(bag))
+    return found[0]
 
 
 def no_messages(bag: str | Path, topic: str) -> InputError:

@@ -14,6 +14,8 @@ from mango.errors import InputError
 bag_app = typer.Typer(help="Inspect, export and repair rosbag2 MCAP bags.", no_args_is_help=True)
 
 
+TopicOpt = Annotated[str | None, typer.Option(
+    help="WorldState topic (default: /world_state, or the bag's only WorldState topic).")]
 EpisodeOpt = Annotated[int | None, typer.Option(
     help="Episode (1-based, negative from the end; episodes split where world time goes "
          "back). Default: the last.")]
@@ -42,8 +44,13 @@ def record(
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
+    from mango.cli.outputs import output_dir
     from mango.nodes.bag_recorder import BagRecorder
 
+    try:
+        output_dir(output, "bag", new=True)
+    except InputError as exc:
+        _fail(exc)
     rclpy.init()
     node = None
     try:
@@ -55,7 +62,7 @@ def record(
             executor.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except FileExistsError as exc:
+    except (FileExistsError, NotADirectoryError) as exc:
         _fail(InputError(str(exc)))
     finally:
         if node is not None:
@@ -69,7 +76,7 @@ def replay(
     bag: Annotated[Path, typer.Argument(help="Bag directory or .mcap file.")],
     oracle: Annotated[Path, typer.Option("--oracle", help="Fine-grained oracle JSON.")],
     functions: Annotated[Path | None, typer.Option("--functions")] = None,
-    topic: Annotated[str, typer.Option(help="WorldState topic.")] = "/world_state",
+    topic: TopicOpt = None,
     hold: Annotated[int, typer.Option(min=1)] = 1,
     episode: EpisodeOpt = None,
     jobs: Annotated[int, typer.Option(
@@ -85,12 +92,14 @@ def replay(
     from rich.console import Console
 
     from mango.bags.judge import judge_bag
+    from mango.bags.states import world_state_topic
     from mango.oracle import FunctionLibrary, StepTracker
     from mango.oracle.cli_render import render_report
     from mango.oracle.predicates import EvaluationError
 
     try:
         library = FunctionLibrary.load(functions) if functions else FunctionLibrary.default()
+        topic = world_state_topic(bag, topic)
         report = judge_bag(bag, StepTracker(oracle, library, hold=hold), topic, episode,
                            jobs=jobs)
     except (InputError, EvaluationError) as exc:
@@ -131,18 +140,22 @@ def info(bag: Annotated[Path, typer.Argument(help="Bag directory or .mcap file."
 def export(
     bag: Annotated[Path, typer.Argument(help="Bag directory or .mcap file.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Trace file (JSON Lines).")],
-    topic: Annotated[str, typer.Option(help="WorldState topic.")] = "/world_state",
+    topic: TopicOpt = None,
     episode: EpisodeOpt = None,
 ) -> None:
     """Write the recorded world states of one episode (default: the last) as a spec §3
     trace."""
-    from mango.bags.states import iter_episode
+    from mango.bags.states import iter_episode, world_state_topic
+    from mango.cli.outputs import output_file, write_error
     from mango.oracle.world_state import write_trace
 
     try:
-        n = write_trace(output, iter_episode(bag, topic, episode))
+        topic = world_state_topic(bag, topic)
+        n = write_trace(output_file(output, "trace file"), iter_episode(bag, topic, episode))
     except InputError as exc:
         _fail(exc)
+    except OSError as exc:
+        _fail(write_error(exc, output))
     sys.stderr.write(f"wrote {n} states to {output}\n")
 
 
@@ -159,12 +172,13 @@ def repair(
     import tempfile
 
     from mango.bags import BagReader, BagWriter
+    from mango.cli.outputs import output_dir
 
-    if output.exists():
-        _fail(InputError("exists already: give a new directory", file=str(output)))
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
+        output_dir(output, "repaired bag", new=True)
         partial = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    except InputError as exc:
+        _fail(exc)
     except OSError as exc:
         _fail(InputError(f"cannot write here: {exc.strerror}", file=str(output)))
     try:

@@ -40,7 +40,15 @@ def bringup(
             node = next((n for n in spec.nodes if n.name == node_name), None)
             if node is None or not key or not _:
                 raise InputError(f"--set {item!r}: want NODE.PARAM=VALUE with a node of the stack")
-            node.parameters[key] = yaml.safe_load(value)
+            try:
+                parsed = yaml.safe_load(value)
+            except yaml.YAMLError as exc:
+                raise InputError(f"--set {item!r}: the value is not YAML "
+                                 f"({str(exc).splitlines()[0]})") from None
+            if not isinstance(parsed, str | int | float | bool | list):
+                raise InputError(f"--set {item!r}: a parameter is a string, number, boolean "
+                                 "or list")
+            node.parameters[key] = parsed
         runner = Bringup(spec, output=lambda label, line: console.print(
             f"[cyan]\\[{label}][/] {line}", highlight=False, markup=True, soft_wrap=True))
     except InputError as exc:

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from mango.cli.outputs import output_dir, output_file, write_error
+
 if TYPE_CHECKING:
     from mango.errors import InputError
     from mango.generation.runner import Session
@@ -97,6 +99,8 @@ def _run_guarded(fn: Any) -> Any:
         return fn()
     except InputError as exc:
         _fail(exc)
+    except OSError as exc:  # writing an artifact (disk full, a folder removed meanwhile)
+        _fail(write_error(exc, getattr(exc, "filename", "") or "?"))
     except BackendError as exc:
         sys.stderr.write(f"error: backend failed: {exc}\n")
         raise typer.Exit(1) from None
@@ -120,6 +124,7 @@ def library(
 
     try:
         task_list = load_tasks(tasks)
+        output_dir(out, "library folder")
     except InputError as exc:
         _fail(exc)
     with _session(backend, model, opt, ablation, functions, quiet) as s:
@@ -158,6 +163,7 @@ def oracle(
     try:
         entry = select_scene(load_scene_file(scene), instruction, str(scene))
         libs = load_libraries(libraries)
+        output_file(out, "oracle file")
     except InputError as exc:
         _fail(exc)
     with _session(backend, model, opt, ablation, functions, quiet, max_iterations) as s:
@@ -190,6 +196,7 @@ def all_(
     try:
         task_list = load_tasks(tasks)
         scene_file = load_scene_file(scenes)
+        output_dir(out)
     except InputError as exc:
         _fail(exc)
     with _session(backend, model, opt, ablation, functions, quiet) as s:
@@ -277,6 +284,7 @@ def minimize(
             raise InputError("must be in (0, 1]", field="--tau")
         if generations < 1 or patience < 1 or evaluations < 1:
             raise InputError("--generations, --patience and --evaluations must be >= 1")
+        output_file(out, "result file")
         embedder = MiniLMEmbedder()
     except InputError as exc:
         _fail(exc)
@@ -290,7 +298,7 @@ def minimize(
 
         res = _run_guarded(lambda: minimize_tasks(
             task_list, make, embedder, tau, seed, generations, patience, evaluations, progress))
-    write_json(out, res.to_json())
+    _run_guarded(lambda: write_json(out, res.to_json()))
     if not quiet:
         sys.stderr.write(f"kept {len(res.selected)}/{len(task_list)} tasks (similarity "
                          f"{res.similarity:.3f}, {res.generations} generations, {res.stopped}); "

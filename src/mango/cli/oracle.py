@@ -75,6 +75,9 @@ def check(
             for state in states:
                 tracker.update(state)
         report = tracker.finish()
+        if report.n_states == 0:
+            raise InputError("the trace holds no world states: nothing to judge",
+                             file=str(trace))
     except InputError as exc:
         _fail(exc)
     if json_output:
@@ -156,6 +159,9 @@ def symbolic(
             raise InputError(exc.message, file=goal_file, field=exc.field) from None
         with _TraceReader(trace) as states:
             report = oracle.check(states)
+        if report.n_states == 0:
+            raise InputError("the trace holds no world states: nothing to judge",
+                             file=str(trace))
     except InputError as exc:
         _fail(exc)
     if json_output:
@@ -182,8 +188,15 @@ def functions(
     text = json.dumps(library.to_json(), indent=2) + "\n"
     if output is None:
         typer.echo(text, nl=False)
-    else:
-        output.write_text(text, encoding="utf-8")
+        return
+    from mango.cli.outputs import output_file, write_error
+
+    try:
+        output_file(output, "function library file").write_text(text, encoding="utf-8")
+    except InputError as exc:
+        _fail(exc)
+    except OSError as exc:
+        _fail(write_error(exc, output))
 
 
 class _TraceReader:

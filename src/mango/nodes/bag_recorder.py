@@ -20,7 +20,7 @@ from rclpy.qos import (
 )
 
 from mango.bags import BagWriter
-from mango.nodes.common import run_node
+from mango.nodes.common import declare_parameters, positive, run_node
 from mango.ros.introspection import message_class
 
 # Graph-internal topics nobody replays.
@@ -30,18 +30,17 @@ _SKIP = {"/rosout", "/parameter_events"}
 class BagRecorder(Node):
     def __init__(self, output: str | None = None, topics: list[str] | None = None) -> None:
         super().__init__("bag_recorder")
-        self.declare_parameter("output", output or "")
-        self.declare_parameter("topics", topics or [""])
-        self.declare_parameter("discovery_period", 0.25)
-        out = self.get_parameter("output").value
+        p = declare_parameters(self, {"output": output or "", "topics": topics or [""],
+                                      "discovery_period": positive(0.25, 60.0)})
+        out = p["output"]
         if not out:
             raise ValueError("parameter 'output' (bag directory) is required")
         out = out.replace("{stamp}", time.strftime("%Y%m%d_%H%M%S"))
-        self._wanted = {t for t in self.get_parameter("topics").value if t}
+        self._wanted = {t for t in p["topics"] if t}
         self.writer = BagWriter(Path(out))
         self._subs: dict[str, object] = {}
         self._discover()
-        self.create_timer(float(self.get_parameter("discovery_period").value), self._discover)
+        self.create_timer(p["discovery_period"], self._discover)
         self.create_timer(0.2, self.writer.flush)
         self.get_logger().info(
             f"recording {sorted(self._wanted) or 'all topics'} to {out}")
@@ -81,7 +80,9 @@ class BagRecorder(Node):
         self.writer.write(topic, data, self.get_clock().now().nanoseconds)
 
     def destroy_node(self) -> None:
-        self.writer.close()
+        writer = getattr(self, "writer", None)  # none when the constructor refused its output
+        if writer is not None:
+            writer.close()
         super().destroy_node()
 
 

@@ -20,26 +20,21 @@ from std_msgs.msg import Header
 from mango.camera import CameraCalibration, Frame, load_calibration, open_source
 from mango.errors import InputError
 from mango.imaging import resize_with_pad
-from mango.nodes.common import run_node
+from mango.nodes.common import Param, declare_parameters, rate_param, run_node
 from mango.ros.images import numpy_to_image
 
 
 class CameraNode(Node):
     def __init__(self) -> None:
         super().__init__("camera_node")
-        for name, default in (("backend", "files"), ("source", ""), ("rate", 30.0),
-                              ("loop", True), ("width", 0), ("height", 0),
-                              ("calibration_file", ""), ("frame_id", "camera"),
-                              ("depth", False)):
-            self.declare_parameter(name, default)
-        p = {n: self.get_parameter(n).value for n in (
-            "backend", "source", "rate", "loop", "width", "height", "calibration_file",
-            "frame_id", "depth")}
+        size = Param(0, lambda v: v == 0 or 16 <= v <= 8192, "0 (as captured) or 16 to 8192")
+        p = declare_parameters(self, {
+            "backend": "files", "source": "", "rate": rate_param(30.0), "loop": True,
+            "width": size, "height": size, "calibration_file": "", "frame_id": "camera",
+            "depth": False})
         if not p["source"] and p["backend"] != "realsense":
             raise InputError("parameter 'source' is required (folder, video, device or URL)",
                              field="source")
-        if not float(p["rate"]) > 0:
-            raise InputError("rate must be positive", field="rate")
         self.period = 1.0 / float(p["rate"])
         self.size = (int(p["width"]), int(p["height"]))
         self.frame_id = p["frame_id"]

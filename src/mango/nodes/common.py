@@ -1,12 +1,18 @@
-"""What every node's `main()` shares: init, spin, clean shutdown on Ctrl-C and SIGTERM."""
+"""What every node shares: checked parameters, QoS, and a `main()` that inits, spins and
+shuts down cleanly on Ctrl-C and SIGTERM."""
 
 from __future__ import annotations
 
+import math
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.exceptions import NameValidationException, ParameterException
 from rclpy.executors import (
     Executor,
     ExternalShutdownException,
@@ -29,6 +35,88 @@ def latched_qos(depth: int = 100) -> QoSProfile:
     )
 
 
+@dataclass(frozen=True)
+class Param:
+    """A node parameter: its default (which sets its type) and what its value must satisfy."""
+
+    default: Any
+    check: Callable[[Any], bool] | None = None
+    must: str = ""  # what `check` demands, said when it fails
+
+
+def rate_param(default: float, off_allowed: bool = False) -> Param:
+    """A rate in Hz: 0.01 to 1000 (a timer's period must be representable), or 0 for off
+    where the node allows it."""
+    return Param(default, lambda v: (off_allowed and v == 0) or 0.01 <= v <= 1000,
+                 ("0 (off) or " if off_allowed else "") + "between 0.01 and 1000 Hz")
+
+
+def positive(default: float, upper: float = math.inf) -> Param:
+    return Param(default, lambda v: 0 < v <= upper,
+                 "positive" + (f" and at most {upper:g}" if upper < math.inf else ""))
+
+
+def at_least(default: int | float, lower: int | float) -> Param:
+    return Param(default, lambda v: v >= lower, f"at least {lower}")
+
+
+def declare_parameters(node: Node, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Declare parameters and read them back checked: a value of the wrong type (`hold:=abc`),
+    out of range (`marker_rate:=1e-300`) or not finite is one `InputError` naming the
+    parameter. An integer is accepted where a number with a fraction is expected (`rate:=5`),
+    which rclpy's strict typing would refuse."""
+    out: dict[str, Any] = {}
+    for name, spec in params.items():
+        p = spec if isinstance(spec, Param) else Param(spec)
+        node.declare_parameter(name, p.default, ParameterDescriptor(dynamic_typing=True))
+        value = _typed(name, node.get_parameter(name).value, p.default)
+        if p.check is not None and not p.check(value):
+            raise InputError(f"parameter '{name}' must be {p.must}, not {value!r}")
+        out[name] = value
+    return out
+
+
+def _typed(name: str, value: Any, default: Any) -> Any:
+    def wrong(kind: str) -> InputError:
+        return InputError(f"parameter '{name}': expected {kind}, got {value!r}")
+
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise wrong("true or false")
+        return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int | float) or (
+                isinstance(value, float) and not value.is_integer()):
+            raise wrong("an integer")
+        return int(value)
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+                value):
+            raise wrong("a finite number")
+        return float(value)
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise wrong("a string")
+        return value
+    if isinstance(default, list | tuple):
+        items = list(value) if isinstance(value, list | tuple) else None
+        if items is None or (default and not all(isinstance(v, type(default[0]))
+                                                   for v in items)):
+            raise wrong(f"a list of {type(default[0]).__name__ if default else 'values'}")
+        return items
+    return value
+
+
+# What a node's start-up raises on bad parameters, names or files.
+STARTUP_ERRORS = (InputError, ValueError, ParameterException, NameValidationException)
+
+
+def one_line(exc: BaseException) -> str:
+    """An error as one line (rclpy's name errors point at the bad character below the name)."""
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return text or type(exc).__name__
+
+
 def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None,
              threads: int = 2) -> None:
     """Create the node, spin it on a multi-threaded executor until shutdown.
@@ -48,9 +136,8 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None,
         _spin(node, executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except (InputError, ValueError) as exc:
-        # Bad parameters or files: one clear line, no traceback, non-zero exit.
-        sys.stderr.write(f"error: {exc}\n")
+    except STARTUP_ERRORS as exc:  # one clear line, no traceback, non-zero exit
+        sys.stderr.write(f"error: {one_line(exc)}\n")
         code = 1
     finally:
         if node is not None:

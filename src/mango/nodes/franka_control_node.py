@@ -40,9 +40,8 @@ from mango.control import (
     load_robot,
 )
 from mango.control.backends import ControlBackend, FrankaRos2Backend, FrankaSettings, SimBackend
-from mango.errors import InputError
 from mango.nodes.actions import action_server
-from mango.nodes.common import run_node
+from mango.nodes.common import Param, declare_parameters, positive, rate_param, run_node
 from mango.nodes.franka_actions import FrankaActions
 from mango.policy.kinematics import make_kinematics
 from mango.ros.motion_msg import command_from_msg
@@ -52,7 +51,7 @@ from mango_ros.srv import Halt
 
 
 def _sim_backend(node: FrankaControlNode, period: float) -> ControlBackend:
-    pub = node.create_publisher(JointState, node.get_parameter("joint_command_topic").value, 10)
+    pub = node.create_publisher(JointState, node.params["joint_command_topic"], 10)
     clock = node.get_clock()
 
     def send(names: Sequence[str], positions: Sequence[float]) -> None:
@@ -64,11 +63,9 @@ def _sim_backend(node: FrankaControlNode, period: float) -> ControlBackend:
 
 
 def _franka_ros2_backend(node: FrankaControlNode, period: float) -> ControlBackend:
-    p = {n: node.get_parameter(n).value for n in (
-        "arm_action", "gripper_namespace", "grasp_force", "gripper_speed", "server_timeout")}
+    p = node.params
     settings = FrankaSettings(p["arm_action"], p["gripper_namespace"].rstrip("/"),
-                              float(p["grasp_force"]), float(p["gripper_speed"]),
-                              float(p["server_timeout"]))
+                              p["grasp_force"], p["gripper_speed"], p["server_timeout"])
     transport = FrankaActions(node, settings.arm_action, settings.gripper_namespace)
     return FrankaRos2Backend(node.robot, period, node.reader, transport, settings)
 
@@ -80,32 +77,23 @@ BACKENDS: dict[str, Callable[[FrankaControlNode, float], ControlBackend]] = {
 class FrankaControlNode(Node):
     def __init__(self) -> None:
         super().__init__("franka_control_node")
-        for name, default in (
-            ("backend", "sim"), ("robot", "sim_fr3"), ("control_rate", 100.0),
-            ("check_workspace", True), ("max_start_delay", 0.1),
-            ("joint_states_topic", "joint_states"),
-            ("joint_command_topic", "joint_command"),
-            ("arm_action", "/fr3_arm_controller/follow_joint_trajectory"),
-            ("gripper_namespace", "/franka_gripper"), ("grasp_force", 20.0),
-            ("gripper_speed", 0.1), ("server_timeout", 5.0),
-        ):
-            self.declare_parameter(name, default)
-        backend = self.get_parameter("backend").value
-        if backend not in BACKENDS:
-            raise InputError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})",
-                             field="backend")
-        self.robot = load_robot(self.get_parameter("robot").value)
-        rate = float(self.get_parameter("control_rate").value)
-        if not rate > 0:
-            raise InputError("control_rate must be positive", field="control_rate")
-        max_start_delay = float(self.get_parameter("max_start_delay").value)
-        if not max_start_delay >= 0:
-            raise InputError("max_start_delay must be >= 0 s", field="max_start_delay")
+        self.params = p = declare_parameters(self, {
+            "backend": Param("sim", lambda v: v in BACKENDS, f"one of {', '.join(BACKENDS)}"),
+            "robot": "sim_fr3", "control_rate": rate_param(100.0), "check_workspace": True,
+            "max_start_delay": Param(0.1, lambda v: 0 <= v <= 1.0, "between 0 and 1 s"),
+            "joint_states_topic": "joint_states", "joint_command_topic": "joint_command",
+            "arm_action": "/fr3_arm_controller/follow_joint_trajectory",
+            "gripper_namespace": "/franka_gripper", "grasp_force": positive(20.0, 140.0),
+            "gripper_speed": positive(0.1, 0.2), "server_timeout": positive(5.0)})
+        backend = p["backend"]
+        self.robot = load_robot(p["robot"])
+        rate = p["control_rate"]
+        max_start_delay = p["max_start_delay"]
         self.reader = JointStateReader(self.robot.joint_names)
         self.controller = ArmController(
             self.robot, make_kinematics(self.robot), BACKENDS[backend](self, 1.0 / rate),
-            1.0 / rate, bool(self.get_parameter("check_workspace").value), max_start_delay)
-        self.create_subscription(JointState, self.get_parameter("joint_states_topic").value,
+            1.0 / rate, p["check_workspace"], max_start_delay)
+        self.create_subscription(JointState, p["joint_states_topic"],
                                  self._on_joint_state, 10,
                                  callback_group=ReentrantCallbackGroup())
 

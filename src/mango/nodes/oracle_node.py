@@ -23,7 +23,7 @@ from visualization_msgs.msg import MarkerArray
 from mango.bags.world_state_cdr import WorldStateDecoder
 from mango.errors import InputError, ProblemLog
 from mango.json_files import parse_json
-from mango.nodes.common import latched_qos, run_node
+from mango.nodes.common import at_least, declare_parameters, latched_qos, rate_param, run_node
 from mango.oracle import (
     EvaluationError,
     FunctionLibrary,
@@ -44,15 +44,13 @@ from mango_ros.srv import LoadOracle
 class OracleNode(Node):
     def __init__(self) -> None:
         super().__init__("oracle_node")
-        self.declare_parameter("oracle_file", "")
-        self.declare_parameter("functions_file", "")
-        self.declare_parameter("hold", 1)
-        self.declare_parameter("world_state_topic", "/world_state")
-        self.declare_parameter("marker_rate", 5.0)
-
-        functions = self.get_parameter("functions_file").value
+        p = declare_parameters(self, {
+            "oracle_file": "", "functions_file": "", "hold": at_least(1, 1),
+            "world_state_topic": "/world_state", "marker_rate": rate_param(5.0, off_allowed=True),
+        })
+        functions = p["functions_file"]
         self.library = FunctionLibrary.load(functions) if functions else FunctionLibrary.default()
-        self.hold = int(self.get_parameter("hold").value)
+        self.hold = p["hold"]
         self.tracker: StepTracker | None = None
         self.instruction = ""
         self.last_state: WorldState | None = None
@@ -68,7 +66,7 @@ class OracleNode(Node):
         self.task_pub = self.create_publisher(
             TaskVerdict, "oracle/task_verdict", latched_qos(10))
         self.marker_pub = self.create_publisher(MarkerArray, "oracle/markers", 10)
-        topic = self.get_parameter("world_state_topic").value
+        topic = p["world_state_topic"]
         # Raw CDR in, decoded once by the fast WorldState decoder (the hot path).
         self.create_subscription(
             WorldStateMsg, topic, self._on_state,
@@ -76,11 +74,11 @@ class OracleNode(Node):
         self.create_service(LoadOracle, "~/load_oracle", self._on_load)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(Trigger, "~/finish", self._on_finish)
-        rate = float(self.get_parameter("marker_rate").value)
+        rate = p["marker_rate"]
         if rate > 0:
             self.create_timer(1.0 / rate, self._publish_markers)
 
-        path = self.get_parameter("oracle_file").value
+        path = p["oracle_file"]
         if path:
             ok, message, problems = self.load(path)
             if not ok:

@@ -26,7 +26,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header
 
 from mango.errors import InputError
-from mango.nodes.common import run_node
+from mango.nodes.common import Param, declare_parameters, positive, rate_param, run_node
 from mango.ros.images import camera_info, numpy_to_image
 from mango.ros.world_state_msg import WORLD_FRAME, stamp_from_seconds, state_to_msg
 from mango.sim.env import SimEnv
@@ -54,18 +54,12 @@ class _Job:
 class SimNode(Node):
     def __init__(self) -> None:
         super().__init__("sim_node")
-        self.declare_parameter("scene", "libero10_soup_sauce_basket")
-        self.declare_parameter("seed", 0)
-        self.declare_parameter("joint_names", list(FR3_JOINTS))
-        self.declare_parameter("state_rate", 100.0)
-        self.declare_parameter("camera_rate", 10.0)
-        self.declare_parameter("cameras", ["front", "wrist"])
-        self.declare_parameter("image_width", 224)
-        self.declare_parameter("image_height", 224)
-        self.declare_parameter("real_time_factor", 1.0)
-        p = {n: self.get_parameter(n).value for n in (
-            "scene", "seed", "joint_names", "state_rate", "camera_rate", "cameras",
-            "image_width", "image_height", "real_time_factor")}
+        size = Param(224, lambda v: 16 <= v <= 4096, "between 16 and 4096 pixels")
+        p = declare_parameters(self, {
+            "scene": "libero10_soup_sauce_basket", "seed": 0, "joint_names": list(FR3_JOINTS),
+            "state_rate": rate_param(100.0), "camera_rate": rate_param(10.0, off_allowed=True),
+            "cameras": ["front", "wrist"], "image_width": size, "image_height": size,
+            "real_time_factor": positive(1.0, upper=100.0)})
         self.joint_names = tuple(p["joint_names"])
         self.cameras = tuple(c for c in p["cameras"] if c)
         self.image_size = (int(p["image_width"]), int(p["image_height"]))

@@ -7,11 +7,13 @@ own timing; 0 = as fast as subscribers allow), `wait_for_subscribers` (count to 
 
 from __future__ import annotations
 
+import sys
 import time
 
 import rclpy
 from rclpy.node import Node
 
+from mango.nodes.common import STARTUP_ERRORS, at_least, declare_parameters, one_line
 from mango.oracle.world_state import read_trace
 from mango.ros.world_state_msg import state_to_msg
 from mango_ros.msg import WorldState
@@ -20,24 +22,20 @@ from mango_ros.msg import WorldState
 class TracePlayer(Node):
     def __init__(self) -> None:
         super().__init__("trace_player")
-        self.declare_parameter("trace_file", "")
-        self.declare_parameter("topic", "/world_state")
-        self.declare_parameter("rate_scale", 1.0)
-        self.declare_parameter("wait_for_subscribers", 0)
-        self.declare_parameter("start_delay", 0.0)
-        self.declare_parameter("loop", False)
-        self.declare_parameter("shutdown_when_done", True)
-        path = self.get_parameter("trace_file").value
+        p = declare_parameters(self, {
+            "trace_file": "", "topic": "/world_state", "rate_scale": at_least(1.0, 0.0),
+            "wait_for_subscribers": at_least(0, 0), "start_delay": at_least(0.0, 0.0),
+            "loop": False, "shutdown_when_done": True})
+        path = p["trace_file"]
         if not path:
             raise ValueError("parameter 'trace_file' is required")
         self._msgs = [state_to_msg(s) for s in read_trace(path)]
-        self._pub = self.create_publisher(
-            WorldState, self.get_parameter("topic").value, len(self._msgs) or 1)
-        self._scale = float(self.get_parameter("rate_scale").value)
-        self._want = int(self.get_parameter("wait_for_subscribers").value)
-        self._loop = bool(self.get_parameter("loop").value)
-        self.shutdown_when_done = bool(self.get_parameter("shutdown_when_done").value)
-        self._delay = float(self.get_parameter("start_delay").value)
+        self._pub = self.create_publisher(WorldState, p["topic"], len(self._msgs) or 1)
+        self._scale = p["rate_scale"]
+        self._want = p["wait_for_subscribers"]
+        self._loop = p["loop"]
+        self.shutdown_when_done = p["shutdown_when_done"]
+        self._delay = p["start_delay"]
         self.get_logger().info(f"loaded {len(self._msgs)} states from {path}")
 
     def play(self) -> None:
@@ -66,6 +64,7 @@ def _stamp(msg: WorldState) -> float:
 def main(args: list[str] | None = None) -> None:
     rclpy.init(args=args)
     node = None
+    code = 0
     try:
         node = TracePlayer()
         node.play()
@@ -75,10 +74,15 @@ def main(args: list[str] | None = None) -> None:
             time.sleep(0.5)  # let reliable delivery finish before the writer goes away
     except KeyboardInterrupt:
         pass
+    except STARTUP_ERRORS as exc:
+        sys.stderr.write(f"error: {one_line(exc)}\n")
+        code = 1
     finally:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+    if code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from mango.bags.world_state_cdr import decode_world_state
 from mango.control import chunk_to_trajectory, load_robot
 from mango.errors import InputError, from_validation_error
 from mango.nodes.actions import ActionClient, action_server
-from mango.nodes.common import run_node
+from mango.nodes.common import Param, declare_parameters, positive, rate_param, run_node
 from mango.policy import Observation, PolicyConfig, PolicyError, make_policy
 from mango.policy.kinematics import make_kinematics
 from mango.ros.images import image_to_numpy
@@ -47,18 +47,18 @@ _CONFIG_PARAMS = ("backend", "preset", "scene", "fault", "host", "port", "url", 
 class VlaNode(Node):
     def __init__(self) -> None:
         super().__init__("vla_node")
-        defaults: dict[str, Any] = {
+        p = declare_parameters(self, {
             "backend": "expert", "preset": "", "scene": "", "fault": "", "host": "127.0.0.1",
-            "port": 8000, "url": "http://127.0.0.1:8000/act", "unnorm_key": "",
-            "checkpoint": "", "device": "cpu", "timeout": 30.0, "robot": "sim_fr3",
-            "policy_rate": 0.0, "execute_chunk_action": "execute_chunk",
+            "port": Param(8000, lambda v: 1 <= v <= 65535, "a port number (1 to 65535)"),
+            "url": "http://127.0.0.1:8000/act", "unnorm_key": "",
+            "checkpoint": "", "device": "cpu", "timeout": positive(30.0), "robot": "sim_fr3",
+            "policy_rate": rate_param(0.0, off_allowed=True),
+            "execute_chunk_action": "execute_chunk",
             "joint_states_topic": "joint_states", "world_state_topic": "world_state",
             "front_image_topic": "camera/front/image_raw",
-            "wrist_image_topic": "camera/wrist/image_raw", "observation_timeout": 10.0,
-        }
-        for name, value in defaults.items():
-            self.declare_parameter(name, value)
-        p = {n: self.get_parameter(n).value for n in defaults}
+            "wrist_image_topic": "camera/wrist/image_raw",
+            "observation_timeout": positive(10.0),
+        })
         # ROS parameters cannot be None: an empty string means "not set"
         try:
             cfg = PolicyConfig(**{k: None if p[k] == "" else p[k] for k in _CONFIG_PARAMS})

@@ -44,6 +44,9 @@ _DESCRIBE = {
 }
 
 
+EXCERPT_HALF = 40  # characters of the expression shown each side of the problem
+
+
 class ExpressionError(InputError):
     """A malformed expression, with the 1-based line/column and a caret excerpt.
 
@@ -91,6 +94,11 @@ class ExpressionError(InputError):
         )
 
 
+def _clip(token: str) -> str:
+    """A token as a message quotes it: whole, or its start when it is very long."""
+    return token if len(token) <= EXCERPT_HALF else token[:EXCERPT_HALF] + "…"
+
+
 def _locate(text: str, offset: int) -> tuple[int, int, str]:
     line = text.count("\n", 0, offset) + 1
     start = text.rfind("\n", 0, offset) + 1
@@ -98,7 +106,13 @@ def _locate(text: str, offset: int) -> tuple[int, int, str]:
     end = len(text) if end < 0 else end
     column = offset - start + 1
     src = text[start:end].replace("\t", " ")
-    return line, column, f"    {src}\n    {' ' * (column - 1)}^"
+    caret = column - 1
+    if len(src) > 2 * EXCERPT_HALF:  # a window around the problem, not 40 KB of input
+        lo = max(0, min(caret - EXCERPT_HALF, len(src) - 2 * EXCERPT_HALF))
+        head, tail = ("…" if lo > 0 else ""), ("…" if lo + 2 * EXCERPT_HALF < len(src) else "")
+        src = head + src[lo:lo + 2 * EXCERPT_HALF] + tail
+        caret = caret - lo + len(head)
+    return line, column, f"    {src}\n    {' ' * caret}^"
 
 
 # --------------------------------------------------------------------------------------- AST
@@ -287,7 +301,7 @@ class _Parser:
 
     def error(self, expected: str, tok: _Tok | None = None) -> ExpressionError:
         tok = tok or self.peek()
-        got = _DESCRIBE["EOF"] if tok.kind == "EOF" else f"'{tok.text}'"
+        got = _DESCRIBE["EOF"] if tok.kind == "EOF" else f"'{_clip(tok.text)}'"
         return ExpressionError(f"expected {expected}, found {got}", self.text, tok.offset)
 
     def expect(self, kind: str, expected: str) -> _Tok:
@@ -349,7 +363,7 @@ class _Parser:
         if tok.kind == "NAME":
             self.take()
             if self.peek().kind != "(":
-                raise self.error(f"'(' after predicate name '{tok.text}'")
+                raise self.error(f"'(' after predicate name '{_clip(tok.text)}'")
             self.take()
             args: list[str] = []
             if self.peek().kind != ")":
@@ -362,7 +376,8 @@ class _Parser:
                         self.take()
                         continue
                     if self.peek().kind != ")":
-                        raise self.error(f"',' or ')' in the arguments of '{tok.text}'")
+                        raise self.error(
+                            f"',' or ')' in the arguments of '{_clip(tok.text)}'")
                     break
             self.take()
             return Atom(tok.text, tuple(args))
