@@ -1,9 +1,12 @@
 """What the expert must achieve and how a run is labelled.
 
 Each expert step of a scene has milestones (approach, pick and place for a pick-and-place;
-close; turn on). Their `achieved`/`t` are measured from the physics, independent of the
-oracle engine, so that a run's ground truth (the first milestone that failed, and when) can
-judge the oracle.
+close; turn on). Whether one was achieved, and when, is decided on the recorded states by the
+oracle engine's predicates with their thresholds — one implementation of each relation, so
+the ground truth and a fine-grained oracle never disagree about the same physics (a pot on
+the stove's edge is `on` it for both or for neither). What stays independent of any oracle
+is which effects the task needs and where the expert injected its fault: a run's ground
+truth is the first needed effect that failed, and when.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
-
-from mango.geometry import IDENTITY, box_gap, footprint_box, quat_to_mat, to_local
+from mango.oracle.compile import compile_expression
+from mango.oracle.expr import parse_expression
+from mango.oracle.library import FunctionLibrary
+from mango.oracle.predicates import EvaluationError, StateView
 from mango.oracle.world_state import WorldState
 from mango.sim.scene import SceneSpec
 
@@ -24,7 +28,7 @@ MilestoneKind = Literal["approach", "pick", "place", "close", "turnon"]
 
 @dataclass
 class Milestone:
-    """A task effect the expert must achieve; `achieved`/`t` are measured from the physics."""
+    """A task effect the expert must achieve; `achieved`/`t` are measured on the states."""
 
     kind: MilestoneKind
     subject: str  # object, joint or device id
@@ -63,32 +67,30 @@ def task_milestones(scene: SceneSpec) -> list[Milestone]:
     return out
 
 
-def placed(scene: SceneSpec, ws: WorldState, obj: str, target: str,
-           relation: str | None) -> bool:
-    """Did obj end up in/on the target? (independent of the oracle engine)."""
-    o, t = ws.objects[obj], ws.objects[target]
-    ent = scene.entity(obj)
-    p = np.asarray(o.position)
-    tc = np.asarray(t.position)
-    ts = np.asarray(t.size or (0.0, 0.0, 0.0))
-    local = to_local(tc, quat_to_mat(t.orientation or IDENTITY), p)
-    if t.kind == "region" and relation == "in":
-        return bool(np.all(np.abs(local[:2]) <= ts[:2] / 2)
-                    and -ts[2] / 2 - 0.01 <= local[2] <= ts[2] / 2)
-    bottom = p[2] - ent.size[2] / 2
-    over = bool(np.all(np.abs(local[:2]) <= ts[:2] / 2 + 0.01))
-    if t.kind == "region":
-        return over and tc[2] - ts[2] / 2 - 0.02 <= bottom <= tc[2] + ts[2] / 2 + 0.02
-    return over and abs(bottom - (tc[2] + ts[2] / 2)) <= 0.02
+def milestone_condition(m: Milestone) -> str:
+    """What the milestone's effect is, as a predicate expression over the scene's ids: the
+    labels are decided by the same predicates (and thresholds) the oracle judges with."""
+    if m.kind == "approach":
+        return f"near(robot_hand, {m.subject})"
+    if m.kind == "pick":
+        return f"grasped({m.subject}) and up({m.subject})"
+    if m.kind == "place":
+        return f"{m.relation or 'on'}({m.subject}, {m.target}) and not grasped({m.subject})"
+    if m.kind == "close":
+        return f"close({m.subject})"
+    return f"turnon({m.subject})"
 
 
 class TaskProgress:
     """A run's milestones: achieved by the plan's own checks, or settled from the trace."""
 
-    def __init__(self, scene: SceneSpec) -> None:
+    def __init__(self, scene: SceneSpec, library: FunctionLibrary | None = None) -> None:
         self.scene = scene
         self.milestones = task_milestones(scene)
-        self._first: WorldState | None = None  # the episode's first state (lift reference)
+        self.library = library or FunctionLibrary.default()
+        self._conditions = {id(m): compile_expression(parse_expression(milestone_condition(m)),
+                                                      self.library) for m in self.milestones}
+        self._extents: dict[tuple, tuple[float, float, float]] = {}
 
     def find(self, kind: str, skill: int) -> Milestone:
         for m in self.milestones:
@@ -117,15 +119,12 @@ class TaskProgress:
         """
         if not states:
             return
-        if self._first is None:
-            self._first = states[0]
-        first = self._first
         prev_t: dict[int, float] = {}
         for m in self.milestones:
-            start = prev_t.get(m.skill, first.t)
+            start = prev_t.get(m.skill, states[0].t)
             if not m.achieved:
                 for st in states:
-                    if st.t >= start and self._holds(m, st, first):
+                    if st.t >= start and self.holds(m, st):
                         m.achieved, m.t = True, st.t
                         break
             if m.achieved and m.t is not None:
@@ -133,26 +132,14 @@ class TaskProgress:
             else:
                 prev_t[m.skill] = math.inf
 
-    def _holds(self, m: Milestone, st: WorldState, first: WorldState) -> bool:
-        if m.kind == "approach":
-            hand, obj = st.objects.get("robot_hand"), st.objects[m.subject]
-            if hand is None:
-                return False
-            gap = box_gap(footprint_box(hand.position, hand.size, hand.orientation),
-                          footprint_box(obj.position, obj.size, obj.orientation))
-            return gap <= 0.05
-        if m.kind == "pick":
-            lifted = st.objects[m.subject].position[2] - first.objects[m.subject].position[2]
-            return bool(st.fact(f"grasped({m.subject})")) and lifted >= 0.03
-        if m.kind == "place":
-            skill = self.scene.expert[m.skill]
-            return not st.fact(f"grasped({m.subject})") and placed(
-                self.scene, st, m.subject, skill.target or "", skill.relation)
-        if m.kind == "close":
-            j = st.joints.get(m.subject)
-            return j is not None and j.openness <= 0.05
-        dev = st.devices.get(m.subject)
-        return dev is not None and dev.on
+    def holds(self, m: Milestone, st: WorldState) -> bool:
+        """Whether the milestone's effect holds in a recorded state (oracle predicates); a
+        state the predicates cannot evaluate (an entity missing) shows no effect."""
+        try:
+            return self._conditions[id(m)](StateView(st, self.library.thresholds,
+                                                     self._extents))
+        except EvaluationError:
+            return False
 
     def ground_truth(
         self, fault_t: float | None, monitored: Callable[[Milestone], bool] | None = None

@@ -21,7 +21,7 @@ from mango.oracle.world_state import WorldState
 from mango.sim.build import build_robot
 from mango.sim.expert import fixtures, motions
 from mango.sim.expert.arm import OPEN, SYNC, ChunkStream, ExpertError, PlannedArm
-from mango.sim.expert.milestones import Milestone, TaskProgress, placed
+from mango.sim.expert.milestones import Milestone, TaskProgress
 from mango.sim.expert.motions import SkillContext
 from mango.sim.faults import Fault, FaultInjector, FaultRecord, parse_fault
 from mango.sim.ik import IKSolver
@@ -134,8 +134,8 @@ class ExpertPolicy:
             log.info("not parking the arm: %s", exc)
         yield SYNC
 
-    def _placed(self, obj: str, skill: SkillSpec) -> bool:
-        return placed(self.scene, self._state(), obj, skill.target or "", skill.relation)
+    def _placed(self, k: int) -> bool:
+        return self.progress.holds(self.progress.find("place", k), self._state())
 
     def _pick_place(self, k: int, skill: SkillSpec) -> Iterator[object]:
         ctx = self._ctx
@@ -172,7 +172,7 @@ class ExpertPolicy:
             quat = motions.carry_quat(ctx, obj, tyaw)
             yield from motions.place(ctx, xy, support + offset + 0.012, quat, drop_at=drop_at,
                                      on_drop=on_drop, on_release=on_release)
-        if obj == place.subject and self._placed(obj, skill):
+        if obj == place.subject and self._placed(k):
             self._achieve(place)
         if not side and faults.knocks_out(k) and place.achieved:
             yield from self._knock_out(k, skill, obj)
@@ -186,7 +186,7 @@ class ExpertPolicy:
         if offset is None:
             self.faults.no_effect(f"could not take {obj} out of {skill.target} (no effect)")
             return
-        if not self._placed(obj, skill):
+        if not self._placed(k):
             place.lost_t = self._state().t
             self.faults.note(k, f"took {obj} out of {skill.target}", place.lost_t)
         xy = motions.beside(ctx, skill.target or "", obj)
