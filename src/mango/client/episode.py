@@ -23,13 +23,13 @@ from mango.bringup import NodeDied
 from mango.client.robot import Robot, TaskResult
 from mango.client.session import StackSession
 from mango.errors import InputError
+from mango.policy.registry import BACKENDS
 from mango.sim.faults import parse_fault
 from mango.sim.scene import REPO_ROOT, load_scene, resolve_scene
 from mango.stack import load_stack
 from mango_ros.msg import StepVerdict
 from mango_ros.srv import ResetScene
 
-POLICY_BACKENDS = ("expert", "openpi", "openvla", "lerobot")
 POLICY_RATE = 15.0
 
 
@@ -79,13 +79,14 @@ def run_episode(
 
     Raises `InputError` on bad input and `RunFailed` when the episode could not run.
     """
-    if episode.backend not in POLICY_BACKENDS:
+    entry = BACKENDS.get(episode.backend)
+    if entry is None:
         raise InputError(f"unknown backend {episode.backend!r} (known: "
-                         f"{', '.join(POLICY_BACKENDS)})", field="backend")
+                         f"{', '.join(BACKENDS)})", field="backend")
     scene_path = resolve_scene(episode.scene).resolve()
     spec = load_scene(scene_path)
     if episode.fault:
-        if episode.backend != "expert":
+        if not entry.injects_faults:
             raise InputError("a fault is injected into the scripted expert: use --backend "
                              "expert", field="fault")
         parse_fault(episode.fault)
@@ -104,8 +105,8 @@ def run_episode(
     stack = load_stack("sim")
     nodes = {n.name: n for n in stack.nodes}
     nodes["sim_node"].parameters.update(scene=str(scene_path), seed=episode.seed)
-    if episode.backend == "expert":
-        nodes["sim_node"].parameters["camera_rate"] = 0.0  # the expert reads the world state
+    if entry.reads_world_state:
+        nodes["sim_node"].parameters["camera_rate"] = 0.0  # nothing looks at the cameras
     vla = nodes["vla_node"].parameters
     vla.update(backend=episode.backend, scene=str(scene_path), fault=episode.fault or "")
     vla.update({k: v for k, v in episode.options.items() if v is not None})

@@ -20,9 +20,6 @@ from mango.policy.presets import Observation, ObservationPreset
 
 class PolicyBackend(Protocol):
     preset: ObservationPreset
-    # True for a backend that reads `Observation.world_state` instead of camera images (the
-    # scripted expert): the node then subscribes to the world state and to no camera.
-    needs_world_state: bool
 
     def reset(self, instruction: str) -> None:
         """Start a new episode."""
@@ -53,9 +50,12 @@ class PolicyStep:
 class Policy:
     """A backend plus its family conversion: what the vla_node and the CLI call."""
 
-    def __init__(self, backend: PolicyBackend, kinematics: Kinematics | None = None) -> None:
+    def __init__(self, backend: PolicyBackend, kinematics: Kinematics | None = None,
+                 needs_world_state: bool = False) -> None:
         self.backend = backend
         self.kinematics = kinematics
+        # reads `Observation.world_state`, not camera images (see `registry.BackendEntry`)
+        self.needs_world_state = needs_world_state
 
     @property
     def preset(self) -> ObservationPreset:
@@ -64,10 +64,6 @@ class Policy:
     @property
     def done(self) -> bool:
         return self.backend.done
-
-    @property
-    def needs_world_state(self) -> bool:
-        return self.backend.needs_world_state
 
     def reset(self, instruction: str) -> None:
         self.backend.reset(instruction)

@@ -11,7 +11,6 @@ from mango.policy.presets import Observation, ObservationPreset, PolicyError
 
 
 class ExpertBackend:
-    needs_world_state = True
 
     def __init__(self, scene: str, fault: str | None, preset: ObservationPreset) -> None:
         from mango.sim.env import as_scene

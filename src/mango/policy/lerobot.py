@@ -32,7 +32,6 @@ def _import_lerobot() -> tuple[Any, Any, Any]:
 
 
 class LeRobotBackend:
-    needs_world_state = False
 
     def __init__(self, checkpoint: str, preset: ObservationPreset, device: str = "cpu") -> None:
         path = Path(checkpoint)

@@ -87,7 +87,6 @@ class OpenPIClient:
 
 
 class OpenPIBackend:
-    needs_world_state = False
 
     def __init__(self, client: OpenPIClient, preset: ObservationPreset,
                  kinematics: Any = None) -> None:

@@ -44,7 +44,6 @@ def loads(text: str | bytes) -> Any:
 
 
 class OpenVLABackend:
-    needs_world_state = False
 
     def __init__(self, url: str, preset: ObservationPreset, timeout: float = 30.0,
                  unnorm_key: str | None = None, kinematics: Any = None) -> None:

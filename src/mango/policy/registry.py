@@ -7,6 +7,7 @@ httpx or torch, and a backend module depends on the configuration only, never on
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from mango.control.kinematics import Kinematics
 from mango.policy.base import Policy, PolicyBackend
@@ -38,18 +39,35 @@ def _lerobot(cfg: PolicyConfig) -> PolicyBackend:
     return LeRobotBackend.from_config(cfg)
 
 
-BACKENDS: dict[str, Callable[[PolicyConfig], PolicyBackend]] = {
-    "expert": _expert, "openpi": _openpi, "openvla": _openvla, "lerobot": _lerobot,
+@dataclass(frozen=True)
+class BackendEntry:
+    """How to make a backend, and what the stack around it must know without making one."""
+
+    make: Callable[[PolicyConfig], PolicyBackend]
+    # Reads `Observation.world_state` instead of camera images (the scripted expert): the
+    # vla_node subscribes to the world state and to no camera, a sim stack renders none.
+    reads_world_state: bool = False
+    injects_faults: bool = False  # takes a `fault` (KIND@WHEN) to inject into its own run
+
+
+BACKENDS: dict[str, BackendEntry] = {
+    "expert": BackendEntry(_expert, reads_world_state=True, injects_faults=True),
+    "openpi": BackendEntry(_openpi), "openvla": BackendEntry(_openvla),
+    "lerobot": BackendEntry(_lerobot),
 }
 
 
+def backend_entry(name: str) -> BackendEntry:
+    entry = BACKENDS.get(name)
+    if entry is None:
+        raise PolicyError(f"unknown policy backend {name!r} (known: {', '.join(BACKENDS)})")
+    return entry
+
+
 def make_backend(cfg: PolicyConfig) -> PolicyBackend:
-    factory = BACKENDS.get(cfg.backend)
-    if factory is None:
-        raise PolicyError(f"unknown policy backend {cfg.backend!r} "
-                          f"(known: {', '.join(BACKENDS)})")
-    return factory(cfg)
+    return backend_entry(cfg.backend).make(cfg)
 
 
 def make_policy(cfg: PolicyConfig, kinematics: Kinematics | None = None) -> Policy:
-    return Policy(make_backend(cfg), kinematics)
+    entry = backend_entry(cfg.backend)
+    return Policy(entry.make(cfg), kinematics, needs_world_state=entry.reads_world_state)
