@@ -3,35 +3,22 @@ subprocesses that are always stopped."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from support.ros import Processes
+
+from mango.client.session import spun_node
 
 
 @pytest.fixture
 def ros_node() -> Iterator[Node]:
     """A node in this process, spinning in a background thread."""
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node(f"test_{uuid.uuid4().hex[:8]}", context=ctx)
-    executor = SingleThreadedExecutor(context=ctx)
-    executor.add_node(node)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
-    try:
+    with spun_node("test", threads=1) as node:
         yield node
-    finally:
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
-        rclpy.shutdown(context=ctx)
-        thread.join(timeout=2.0)
 
 
 @pytest.fixture

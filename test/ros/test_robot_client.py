@@ -7,21 +7,19 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from support.ros import wait_for
 
 from mango.client import Robot, TaskResult
+from mango.client.session import spun_node
 from mango.control import MotionCommand
 from mango_ros.action import ExecuteChunk, ExecuteMotion, RunPolicy
 
@@ -45,23 +43,10 @@ class Server:
 @pytest.fixture(scope="module")
 def servers() -> Iterator[tuple[str, dict[str, Server]]]:
     ns = f"/t{uuid.uuid4().hex[:8]}"
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node(f"servers_{uuid.uuid4().hex[:6]}", namespace=ns, context=ctx)
-    found = {"motion": Server(node, ExecuteMotion, "execute_motion"),
-             "chunk": Server(node, ExecuteChunk, "execute_chunk"),
-             "policy": Server(node, RunPolicy, "run_policy")}
-    executor = MultiThreadedExecutor(num_threads=4, context=ctx)
-    executor.add_node(node)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
-    try:
-        yield ns, found
-    finally:
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
-        rclpy.shutdown(context=ctx)
-        thread.join(timeout=2.0)
+    with spun_node("servers", namespace=ns, threads=4) as node:
+        yield ns, {"motion": Server(node, ExecuteMotion, "execute_motion"),
+                   "chunk": Server(node, ExecuteChunk, "execute_chunk"),
+                   "policy": Server(node, RunPolicy, "run_policy")}
 
 
 @pytest.fixture
@@ -186,25 +171,14 @@ def test_the_servers_mango_makes_end_a_raising_goal_as_failed_with_the_reason() 
     from mango.nodes.actions import action_server
 
     ns = f"/t{uuid.uuid4().hex[:8]}"
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node(f"raiser_{uuid.uuid4().hex[:6]}", namespace=ns, context=ctx)
 
     def boom(_gh: object) -> ExecuteMotion.Result:
         raise OverflowError("cannot convert float infinity to integer")
 
-    action_server(node, ExecuteMotion, "execute_motion", execute_callback=boom)
-    executor = MultiThreadedExecutor(num_threads=2, context=ctx)
-    executor.add_node(node)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
-    try:
+    with spun_node("raiser", namespace=ns) as node:
+        action_server(node, ExecuteMotion, "execute_motion", execute_callback=boom)
         with Robot.connect(ns, server_timeout=30.0) as robot:
             out = robot.execute_motion(WAIT, timeout=10)
-    finally:
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
-        rclpy.shutdown(context=ctx)
     assert out.result is TaskResult.FAILED
     assert out.message == ("internal error: OverflowError: cannot convert float infinity to "
                            "integer")

@@ -10,7 +10,6 @@ latency itself).
 from __future__ import annotations
 
 import math
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,13 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-import rclpy
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from support.ros import Processes, wait_for
 
 from mango.client import ActionTask, Outcome, Robot, TaskResult
+from mango.client.session import spun_node
 from mango.control import JointTrajectory, MotionCommand, load_robot
 from mango.nodes.actions import ActionClient
 from mango.policy.kinematics import make_kinematics
@@ -66,40 +64,31 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     procs.start("control", "mango.nodes.franka_control_node", "-r", f"__ns:={ns}",
                 "-p", "backend:=sim", "-p", "robot:=sim_fr3",
                 "-p", f"control_rate:={CONTROL_RATE}")
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node(f"test_{uuid.uuid4().hex[:8]}", context=ctx)
-    executor = MultiThreadedExecutor(num_threads=3, context=ctx)
-    executor.add_node(node)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
-    states: list[tuple[float, np.ndarray, float]] = []
-    commands: list[tuple[float, JointState]] = []
+    with spun_node("test", threads=3) as node:
+        states: list[tuple[float, np.ndarray, float]] = []
+        commands: list[tuple[float, JointState]] = []
 
-    def on_state(msg: JointState) -> None:
-        idx = [list(msg.name).index(j) for j in JOINTS]
-        pos = np.asarray(msg.position)
-        states.append((time.monotonic(), pos[idx], float(pos[-1] + pos[-2])))
+        def on_state(msg: JointState) -> None:
+            idx = [list(msg.name).index(j) for j in JOINTS]
+            pos = np.asarray(msg.position)
+            states.append((time.monotonic(), pos[idx], float(pos[-1] + pos[-2])))
 
-    node.create_subscription(JointState, f"{ns}/joint_states", on_state, 50)
-    node.create_subscription(JointState, f"{ns}/joint_command",
-                             lambda m: commands.append((time.monotonic(), m)), 100)
-    rig = Rig(node, ns, Robot(node, ns), states, commands, procs)
-    try:
+        node.create_subscription(JointState, f"{ns}/joint_states", on_state, 50)
+        node.create_subscription(JointState, f"{ns}/joint_command",
+                                 lambda m: commands.append((time.monotonic(), m)), 100)
+        rig = Rig(node, ns, Robot(node, ns), states, commands, procs)
         try:
-            rig.robot.wait_for_servers("execute_chunk", "execute_motion", "halt", timeout=60)
-        except TimeoutError as exc:
-            raise AssertionError(f"{exc}\n{procs.log('control')}") from None
-        wait_for(lambda: states, timeout=60, what="joint states from sim_node")
-        wait_for(lambda: rig.robot.halt().success, timeout=30,
-                 what="control node receiving joint states")
-        yield rig
-    finally:
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
-        rclpy.shutdown(context=ctx)
-        thread.join(timeout=2.0)
-        procs.stop_all()
+            try:
+                rig.robot.wait_for_servers("execute_chunk", "execute_motion", "halt",
+                                           timeout=60)
+            except TimeoutError as exc:
+                raise AssertionError(f"{exc}\n{procs.log('control')}") from None
+            wait_for(lambda: states, timeout=60, what="joint states from sim_node")
+            wait_for(lambda: rig.robot.halt().success, timeout=30,
+                     what="control node receiving joint states")
+            yield rig
+        finally:
+            procs.stop_all()
 
 
 def stamp(msg: JointState) -> float:

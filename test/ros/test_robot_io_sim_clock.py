@@ -16,13 +16,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-import rclpy
 from builtin_interfaces.msg import Duration
-from rclpy.executors import MultiThreadedExecutor
 from sensor_msgs.msg import JointState
 from support.ros import Processes, call_service, wait_for
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from mango.client.session import spun_node
 from mango.control import load_robot
 from mango.nodes.actions import ActionClient
 from mango.ros.world_state_msg import stamp_from_seconds
@@ -85,38 +84,28 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     procs = Processes(tmp_path_factory.mktemp("sim_clock"))
     procs.start("control", "mango.nodes.franka_control_node", "-r", f"__ns:={ns}",
                 "-p", "backend:=sim", "-p", "robot:=sim_fr3", "-p", "control_rate:=100.0")
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node(f"fake_sim_{uuid.uuid4().hex[:8]}", context=ctx)
-    sim = FakeSim()
-    pub = node.create_publisher(JointState, f"{ns}/joint_states", 10)
-    node.create_subscription(JointState, f"{ns}/joint_command", sim.on_command, 100)
-    executor = MultiThreadedExecutor(num_threads=2, context=ctx)
-    executor.add_node(node)
-    spin = threading.Thread(target=executor.spin, daemon=True)
-    spin.start()
-    stop = threading.Event()
-    publisher = threading.Thread(target=sim.loop, args=(pub, stop), daemon=True)
-    publisher.start()
-    rig = Rig(sim, ActionClient(node, ExecuteChunk, f"{ns}/execute_chunk"))
-    try:
-        assert rig.chunk.wait_for_server(timeout_sec=60), procs.log("control")
-        # A reply proves both sides matched (a goal sent before may go unanswered) and that
-        # the control node has joint states.
+    with spun_node("fake_sim") as node:
+        sim = FakeSim()
+        pub = node.create_publisher(JointState, f"{ns}/joint_states", 10)
+        node.create_subscription(JointState, f"{ns}/joint_command", sim.on_command, 100)
+        stop = threading.Event()
+        publisher = threading.Thread(target=sim.loop, args=(pub, stop), daemon=True)
+        publisher.start()
+        rig = Rig(sim, ActionClient(node, ExecuteChunk, f"{ns}/execute_chunk"))
         try:
-            wait_for(lambda: call_service(node, Halt, f"{ns}/halt", Halt.Request()).success,
-                     timeout=30, what="control node receiving joint states")
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}\n{procs.log('control')}") from None
-        yield rig
-    finally:
-        stop.set()
-        publisher.join(timeout=2.0)
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
-        rclpy.shutdown(context=ctx)
-        spin.join(timeout=2.0)
-        procs.stop_all()
+            assert rig.chunk.wait_for_server(timeout_sec=60), procs.log("control")
+            # A reply proves both sides matched (a goal sent before may go unanswered) and
+            # that the control node has joint states.
+            try:
+                wait_for(lambda: call_service(node, Halt, f"{ns}/halt", Halt.Request()).success,
+                         timeout=30, what="control node receiving joint states")
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n{procs.log('control')}") from None
+            yield rig
+        finally:
+            stop.set()
+            publisher.join(timeout=2.0)
+            procs.stop_all()
 
 
 def _run(rig: Rig, delta: float, points: int = 15, rate: float = 15.0,

@@ -13,13 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import rclpy
-from rclpy.executors import MultiThreadedExecutor
 from sensor_msgs.msg import JointState
 from support.ros import Processes, wait_for
 from websockets.sync.server import ServerConnection, serve
 
 from mango.client import ActionTask, Robot, TaskResult
+from mango.client.session import spun_node
 from mango.policy import msgpack_numpy
 
 
@@ -56,32 +55,24 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
     procs.start("control", "mango.nodes.franka_control_node", "-r", f"__ns:={ns}")
     procs.start("vla", "mango.nodes.vla_node", "-r", f"__ns:={ns}", "-p", "backend:=openpi",
                 "-p", "preset:=joint", "-p", f"port:={server.port}", "-p", "timeout:=10.0")
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node(f"test_{uuid.uuid4().hex[:6]}", context=ctx)
-    executor = MultiThreadedExecutor(num_threads=3, context=ctx)
-    executor.add_node(node)
-    threading.Thread(target=executor.spin, daemon=True).start()
-    commands: list[float] = []
-    states: list[np.ndarray] = []
-    node.create_subscription(JointState, f"{ns}/joint_command", lambda m: commands.append(
-        m.header.stamp.sec + m.header.stamp.nanosec * 1e-9), 100)
-    node.create_subscription(JointState, f"{ns}/joint_states",
-                             lambda m: states.append(np.asarray(m.position[:7])), 10)
-    robot = Robot(node, ns)
-    try:
+    with spun_node("test", threads=3) as node:
+        commands: list[float] = []
+        states: list[np.ndarray] = []
+        node.create_subscription(JointState, f"{ns}/joint_command", lambda m: commands.append(
+            m.header.stamp.sec + m.header.stamp.nanosec * 1e-9), 100)
+        node.create_subscription(JointState, f"{ns}/joint_states",
+                                 lambda m: states.append(np.asarray(m.position[:7])), 10)
+        robot = Robot(node, ns)
         try:
-            robot.wait_for_servers("run_policy", timeout=60)
-        except TimeoutError as exc:
-            raise AssertionError(f"{exc}\n{procs.log('vla')}") from None
-        wait_for(lambda: states, 60, "the sim's joint states")  # the sim builds its scene
-        yield server, robot, commands, states, procs
-    finally:
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
-        rclpy.shutdown(context=ctx)
-        procs.stop_all()
-        server.server.shutdown()
+            try:
+                robot.wait_for_servers("run_policy", timeout=60)
+            except TimeoutError as exc:
+                raise AssertionError(f"{exc}\n{procs.log('vla')}") from None
+            wait_for(lambda: states, 60, "the sim's joint states")  # the sim builds its scene
+            yield server, robot, commands, states, procs
+        finally:
+            procs.stop_all()
+            server.server.shutdown()
 
 
 def _start(robot: Robot, instruction: str, max_steps: int, steps_per_chunk: int) -> ActionTask:

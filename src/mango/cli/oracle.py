@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -47,6 +47,21 @@ def _library(functions: Path | None) -> FunctionLibrary:
     return FunctionLibrary.load(functions) if functions is not None else FunctionLibrary.default()
 
 
+def _print_verdict(report: Any, trace: Path, json_output: bool,
+                   render: Callable[[Any, Console], None], exit_code: bool) -> None:
+    """A judged trace's report (one JSON object, or the table), then the exit status; an
+    empty trace is bad input, not a verdict."""
+    from mango.errors import InputError
+
+    if report.n_states == 0:
+        _fail(InputError("the trace holds no world states: nothing to judge", file=str(trace)))
+    if json_output:
+        typer.echo(json.dumps(report.to_json()))
+    else:
+        render(report, _console())
+    exit_for(report.verdict, exit_code)
+
+
 def _console() -> Console:
     from rich.console import Console
 
@@ -75,16 +90,9 @@ def check(
             for state in states:
                 tracker.update(state)
         report = tracker.finish()
-        if report.n_states == 0:
-            raise InputError("the trace holds no world states: nothing to judge",
-                             file=str(trace))
     except InputError as exc:
         _fail(exc)
-    if json_output:
-        typer.echo(json.dumps(report.to_json()))
-    else:
-        render_report(report, _console())
-    exit_for(report.verdict, exit_code)
+    _print_verdict(report, trace, json_output, render_report, exit_code)
 
 
 @app.command()
@@ -159,16 +167,9 @@ def symbolic(
             raise InputError(exc.message, file=goal_file, field=exc.field) from None
         with _TraceReader(trace) as states:
             report = oracle.check(states)
-        if report.n_states == 0:
-            raise InputError("the trace holds no world states: nothing to judge",
-                             file=str(trace))
     except InputError as exc:
         _fail(exc)
-    if json_output:
-        typer.echo(json.dumps(report.to_json()))
-    else:
-        render_symbolic(report, _console())
-    exit_for(report.verdict, exit_code)
+    _print_verdict(report, trace, json_output, render_symbolic, exit_code)
 
 
 @app.command()

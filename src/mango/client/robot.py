@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,12 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import rclpy
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
-from mango.client.session import VerdictFollower
+from mango.client.session import VerdictFollower, spun_node
 from mango.client.tasks import POLL, ActionTask, Outcome, TaskResult
 from mango.control.motion import MotionCommand
 from mango.control.trajectory import JointTrajectory, chunk_to_trajectory
@@ -94,20 +91,8 @@ class Robot:
     @contextmanager
     def connect(cls, namespace: str = "", **kwargs: Any) -> Iterator[Robot]:
         """A robot with its own ROS context, client node and executor thread."""
-        context = rclpy.Context()
-        rclpy.init(context=context)
-        node = rclpy.create_node(f"mango_robot_{uuid.uuid4().hex[:6]}", context=context)
-        executor = MultiThreadedExecutor(num_threads=2, context=context)
-        executor.add_node(node)
-        thread = threading.Thread(target=executor.spin, daemon=True)
-        thread.start()
-        try:
+        with spun_node("mango_robot") as node:
             yield cls(node, namespace, **kwargs)
-        finally:
-            executor.shutdown(timeout_sec=2.0)
-            node.destroy_node()
-            rclpy.try_shutdown(context=context)
-            thread.join(timeout=2.0)
 
     # ------------------------------------------------------------------ plumbing
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 
 from mango.bringup import Bringup, NodeDied
@@ -47,6 +48,28 @@ class VerdictFollower:
         """The first task verdict received after `count` of them had been seen."""
         with self._lock:
             return self.tasks[count] if len(self.tasks) > count else None
+
+
+@contextmanager
+def spun_node(name: str, namespace: str = "", threads: int = 2) -> Iterator[Node]:
+    """A node on its own ROS context, spun by an executor in a background thread; everything
+    is shut down on exit."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node(f"{name}_{uuid.uuid4().hex[:6]}", namespace=namespace or None,
+                             context=context)
+    executor = (MultiThreadedExecutor(num_threads=threads, context=context) if threads > 1
+                else SingleThreadedExecutor(context=context))
+    executor.add_node(node)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    try:
+        yield node
+    finally:
+        executor.shutdown(timeout_sec=2.0)
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+        thread.join(timeout=2.0)
 
 
 class StackSession:
@@ -106,4 +129,4 @@ class StackSession:
             self.node.destroy_client(client)
 
 
-__all__ = ["NodeDied", "StackSession", "VerdictFollower"]
+__all__ = ["NodeDied", "StackSession", "VerdictFollower", "spun_node"]

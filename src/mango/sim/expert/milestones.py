@@ -67,18 +67,20 @@ def task_milestones(scene: SceneSpec) -> list[Milestone]:
     return out
 
 
+# Each kind's effect, as a predicate expression over the milestone's subject, target, relation.
+_CONDITIONS: dict[str, str] = {
+    "approach": "near(robot_hand, {s})",
+    "pick": "grasped({s}) and up({s})",
+    "place": "{r}({s}, {t}) and not grasped({s})",
+    "close": "close({s})",
+    "turnon": "turnon({s})",
+}
+
+
 def milestone_condition(m: Milestone) -> str:
     """What the milestone's effect is, as a predicate expression over the scene's ids: the
     labels are decided by the same predicates (and thresholds) the oracle judges with."""
-    if m.kind == "approach":
-        return f"near(robot_hand, {m.subject})"
-    if m.kind == "pick":
-        return f"grasped({m.subject}) and up({m.subject})"
-    if m.kind == "place":
-        return f"{m.relation or 'on'}({m.subject}, {m.target}) and not grasped({m.subject})"
-    if m.kind == "close":
-        return f"close({m.subject})"
-    return f"turnon({m.subject})"
+    return _CONDITIONS[m.kind].format(s=m.subject, t=m.target, r=m.relation or "on")
 
 
 class TaskProgress:
