@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ import numpy as np
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
-from mango.client.session import VerdictFollower, spun_node
+from mango.client.session import VerdictFollower, spun_node, wait_until
 from mango.client.tasks import POLL, ActionTask, Outcome, TaskResult
 from mango.control.motion import MotionCommand
 from mango.control.trajectory import JointTrajectory, chunk_to_trajectory
@@ -104,15 +103,7 @@ class Robot:
             self._watch()
 
     def _wait(self, pred: Callable[[], Any], timeout: float, what: str) -> Any:
-        deadline = time.monotonic() + timeout
-        while True:
-            value = pred()
-            if value:
-                return value
-            self.check()
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
-            time.sleep(POLL)
+        return wait_until(pred, timeout, what, self.check, POLL)
 
     def wait_quietly(self, pred: Callable[[], Any], timeout: float) -> bool:
         """Like `_wait`, but says whether it held instead of raising."""

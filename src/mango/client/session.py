@@ -6,7 +6,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import rclpy
@@ -72,6 +72,21 @@ def spun_node(name: str, namespace: str = "", threads: int = 2) -> Iterator[Node
         thread.join(timeout=2.0)
 
 
+def wait_until(pred: Callable[[], Any], timeout: float, what: str,
+               check: Callable[[], None] = lambda: None, poll: float = 0.02) -> Any:
+    """`pred()`'s first truthy value; `check` runs between tries (it may raise: a node died),
+    `TimeoutError` names `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        check()
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(poll)
+
+
 class StackSession:
     """Bring a stack up, spin a client node, stop everything on exit.
 
@@ -81,40 +96,20 @@ class StackSession:
 
     def __init__(self, stack: Stack, output: Callable[[str, str], None] | None = None) -> None:
         self.bringup = Bringup(stack, output=output)
-        self.context = rclpy.Context()
         self.node: Node | None = None
-        self._executor: MultiThreadedExecutor | None = None
-        self._thread: threading.Thread | None = None
+        self._exit = ExitStack()
 
     def __enter__(self) -> StackSession:
+        self._exit.callback(self.bringup.stop)  # last: the client node goes first
         self.bringup.start()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node(f"mango_client_{uuid.uuid4().hex[:6]}",
-                                      context=self.context)
-        self._executor = MultiThreadedExecutor(num_threads=2, context=self.context)
-        self._executor.add_node(self.node)
-        self._thread = threading.Thread(target=self._executor.spin, daemon=True)
-        self._thread.start()
+        self.node = self._exit.enter_context(spun_node("mango_client"))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(timeout_sec=2.0)
-        if self.node is not None:
-            self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
-        self.bringup.stop()
+        self._exit.close()
 
     def wait(self, pred: Callable[[], Any], timeout: float, what: str) -> Any:
-        deadline = time.monotonic() + timeout
-        while True:
-            value = pred()
-            if value:
-                return value
-            self.bringup.check()
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
-            time.sleep(0.02)
+        return wait_until(pred, timeout, what, self.bringup.check)
 
     def call(self, srv_type: type, name: str, request: Any, timeout: float = 30.0) -> Any:
         """Call a service once it is available; returns the response."""
@@ -129,4 +124,4 @@ class StackSession:
             self.node.destroy_client(client)
 
 
-__all__ = ["NodeDied", "StackSession", "VerdictFollower", "spun_node"]
+__all__ = ["NodeDied", "StackSession", "VerdictFollower", "spun_node", "wait_until"]
