@@ -240,3 +240,21 @@ def test_hostile_messages_never_stop_the_node_judging(
     # each distinct problem said once, not once per hostile message
     assert log.count("object 'ghost': position") <= 3  # inf, -inf, nan: three problems
     assert log.count("joint 'lid': q_open and q_closed must differ") == 1
+
+
+def test_an_oracle_naming_an_unknown_entity_says_so_once(
+    ros_node: Node, processes: Processes, namespace: str, tmp_path: Path
+) -> None:
+    """Loaded before any state (nothing to ground it on), an oracle naming an entity the world
+    lacks cannot judge a single state: the node says so once, not on every state."""
+    oracle = json.loads((ORACLES / "libero10_stove_moka.json").read_text())
+    oracle["plan"][0]["actions"][0]["monitoring"][0]["handle_as"] = "turnon(ghost_stove_1)"
+    path = tmp_path / "ghost.json"
+    path.write_text(json.dumps(oracle))
+    _start_oracle(processes, namespace, path)
+    wait_for(lambda: "loaded oracle" in processes.log("oracle_node"), 30, "the oracle loaded")
+    _play(processes, namespace, TRACES / "stove_moka_pass.jsonl")
+    time.sleep(0.5)
+    log = processes.log("oracle_node")
+    assert log.count("unknown device 'ghost_stove_1'") == 1, log
+    assert "state skipped" in log and "Traceback" not in log

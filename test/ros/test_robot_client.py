@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,7 +19,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from support.ros import wait_for
 
-from mango.client import Robot, TaskResult
+from mango.client import ActionTask, Robot, TaskResult
 from mango.client.session import spun_node
 from mango.control import MotionCommand
 from mango_ros.action import ExecuteChunk, ExecuteMotion, RunPolicy
@@ -143,6 +144,23 @@ def test_no_server_ends_the_goal_after_the_server_timeout() -> None:
     assert "no action server answered within 0.5 s" in out.message
 
 
+def _accepted_motion(robot: Robot) -> ActionTask:
+    """A goal the fresh stand-in accepted. Its first answers can be lost while it still
+    discovers this client (a DDS race rclpy cannot see): such a goal ends aborted, saying so,
+    after `server_timeout`, and another is sent."""
+    robot.server_timeout = 5.0
+    for _ in range(6):
+        task = robot.start_motion(WAIT)
+        try:
+            wait_for(lambda t=task: t.accepted or t.done(), 10, "the stand-in's answer")
+        except AssertionError:
+            continue
+        if task.accepted:
+            return task
+        assert "no answer" in task.result().message, task.result()
+    raise AssertionError("the stand-in never accepted a goal")
+
+
 def test_a_server_killed_mid_goal_ends_the_goal_within_seconds(tmp_path: Path) -> None:
     ns = f"/t{uuid.uuid4().hex[:8]}"
     log = (tmp_path / "stand_in.log").open("w")
@@ -150,8 +168,8 @@ def test_a_server_killed_mid_goal_ends_the_goal_within_seconds(tmp_path: Path) -
                             stdout=log, stderr=subprocess.STDOUT)
     try:
         with Robot.connect(ns, server_timeout=60.0) as robot:
-            task = robot.start_motion(WAIT)
-            wait_for(lambda: task.accepted, 60, "the stand-in accepting the goal")
+            robot.wait_for_servers("execute_motion", timeout=60)
+            task = _accepted_motion(robot)
             proc.send_signal(signal.SIGKILL)
             t_kill = time.monotonic()
             out = task.result(60)
@@ -182,3 +200,27 @@ def test_the_servers_mango_makes_end_a_raising_goal_as_failed_with_the_reason() 
     assert out.result is TaskResult.FAILED
     assert out.message == ("internal error: OverflowError: cannot convert float infinity to "
                            "integer")
+
+
+def test_a_goal_request_never_answered_ends_aborted_with_the_reason() -> None:
+    """A server that never answers a goal request (stuck, or its answer lost): the goal ends
+    after `server_timeout`, saying so, instead of waiting for ever."""
+    ns = f"/t{uuid.uuid4().hex[:8]}"
+    release = threading.Event()
+
+    def stuck(_goal: object) -> GoalResponse:
+        release.wait(30)
+        return GoalResponse.REJECT
+
+    with spun_node("stuck", namespace=ns, threads=2) as node:
+        ActionServer(node, ExecuteMotion, "execute_motion", execute_callback=lambda gh: None,
+                     goal_callback=stuck, callback_group=ReentrantCallbackGroup())
+        with Robot.connect(ns, server_timeout=1.5) as robot:
+            robot.wait_for_servers("execute_motion", timeout=30)
+            t0 = time.monotonic()
+            out = robot.execute_motion(WAIT, timeout=20)
+            waited = time.monotonic() - t0
+        release.set()
+    assert out.result is TaskResult.ABORTED
+    assert "got no answer within 1.5 s" in out.message
+    assert waited < 10

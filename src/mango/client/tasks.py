@@ -88,10 +88,12 @@ class ActionTask:
         self._cancel_wanted = False
         self.feedback: Any = None  # the latest feedback message
         self.feedback_count = 0
+        self._sent_at = time.monotonic()
         if not robot.wait_quietly(client.server_is_ready, robot.server_timeout):
             self._finish(Outcome(TaskResult.ABORTED, f"{what}: no action server answered "
                                  f"within {robot.server_timeout:g} s"))
             return
+        self._sent_at = time.monotonic()
         sent = client.send_goal_async(goal, feedback_callback=self._feedback)
         sent.add_done_callback(self._accepted)
 
@@ -172,6 +174,11 @@ class ActionTask:
                 if now - lost_since >= self._robot.server_lost_after:
                     self._finish(Outcome(TaskResult.ABORTED, f"{self.what}: the action server "
                                          f"went away with the goal in flight"))
+            if not self.accepted and now - self._sent_at > self._robot.server_timeout:
+                # DDS can lose a service's first answers while the server is still
+                # discovering this client: say so, instead of waiting for ever
+                self._finish(Outcome(TaskResult.ABORTED, f"{self.what}: the goal request got "
+                                     f"no answer within {self._robot.server_timeout:g} s"))
             if deadline is not None and now > deadline and not self._done.is_set():
                 raise TimeoutError(f"timed out after {timeout:g} s waiting for {self.what}")
         assert self._outcome is not None

@@ -84,7 +84,7 @@ class FrankaControlNode(Node):
             "joint_states_topic": "joint_states", "joint_command_topic": "joint_command",
             "arm_action": "/fr3_arm_controller/follow_joint_trajectory",
             "gripper_namespace": "/franka_gripper", "grasp_force": positive(20.0, 140.0),
-            "gripper_speed": positive(0.1, 0.2), "server_timeout": positive(5.0)})
+            "gripper_speed": positive(0.1, 1.0), "server_timeout": positive(5.0)})
         backend = p["backend"]
         self.robot = load_robot(p["robot"])
         rate = p["control_rate"]

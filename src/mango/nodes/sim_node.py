@@ -26,7 +26,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header
 
 from mango.errors import InputError
-from mango.nodes.common import Param, declare_parameters, positive, rate_param, run_node
+from mango.nodes.common import Param, declare_parameters, rate_param, run_node
 from mango.ros.images import camera_info, numpy_to_image
 from mango.ros.world_state_msg import WORLD_FRAME, stamp_from_seconds, state_to_msg
 from mango.sim.env import SimEnv
@@ -59,7 +59,8 @@ class SimNode(Node):
             "scene": "libero10_soup_sauce_basket", "seed": 0, "joint_names": list(FR3_JOINTS),
             "state_rate": rate_param(100.0), "camera_rate": rate_param(10.0, off_allowed=True),
             "cameras": ["front", "wrist"], "image_width": size, "image_height": size,
-            "real_time_factor": positive(1.0, upper=100.0)})
+            "real_time_factor": Param(1.0, lambda v: 0 <= v <= 100,
+                                      "0 (as fast as possible) to 100")})
         self.joint_names = tuple(p["joint_names"])
         self.cameras = tuple(c for c in p["cameras"] if c)
         self.image_size = (int(p["image_width"]), int(p["image_height"]))
