@@ -59,6 +59,16 @@ def test_closing_grasps_opening_moves_unchanged_sends_nothing() -> None:
     assert [(g.kind, g.width, g.speed) for g in fake.gripper_goals] == [("move", 0.08, 0.1)]
 
 
+def test_widths_still_due_when_the_arm_finishes_early_are_sent() -> None:
+    """A controller may report the trajectory done before the gripper's points come due (it
+    did under load): the widths still to come are sent, not dropped."""
+    fake, backend = _rig(mode="instant")
+    out = backend.execute(_traj(fake.q.copy(), [0.0, 0.0, 0.0], [0.08, 0.02, 0.02]),
+                          GoalRun(None), lambda *_: None)
+    assert out.ok, out.message
+    assert [(g.kind, g.width) for g in fake.gripper_goals] == [("grasp", 0.02)]
+
+
 @pytest.mark.parametrize(("mode", "message"), [
     ("path_error", "arm controller failed with PATH_TOLERANCE_VIOLATED: fr3_joint2 path error "
                    "0.21 > 0.1"),

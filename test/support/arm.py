@@ -125,8 +125,9 @@ class _Goal:
 class FakeFrankaTransport:
     """The joint trajectory controller and the franka gripper, behind `FrankaTransport`.
 
-    `mode`: ok | path_error | reject | hang | absent; the arm walks the received points on
-    time and publishes joint states into `reader`."""
+    `mode`: ok | path_error | reject | hang | absent | instant; the arm walks the received
+    points on time (or, instant, jumps to the last) and publishes joint states into
+    `reader`."""
 
     robot: RobotConfig
     reader: JointStateReader
@@ -163,6 +164,11 @@ class FakeFrankaTransport:
         return Done(_Goal(True, result, cancel))
 
     def _follow(self, goal: TrajectoryGoal, result: Later, cancelled: threading.Event) -> None:
+        if self.mode == "instant":  # a controller that reports done at once
+            self.q = np.asarray(goal.points[-1].positions, float)
+            self.publish()
+            result.set(ArmResult(0, ""))
+            return
         t0 = time.monotonic()
         for k, p in enumerate(goal.points):
             while time.monotonic() - t0 < p.sec + p.nanosec * 1e-9 or self.mode == "hang":

@@ -179,10 +179,15 @@ class FrankaRos2Backend:
         if width is None:
             m = self.reader.measured()
             width = m.width if m is not None and m.width is not None else None
-        while not result.done():
+        arm_done = False
+        while True:
+            arm_done = result.done()
             t = time.monotonic() - t0
             tracker.update(t)
-            while traj.gripper is not None and k_grip <= traj.point_index(t):
+            # Gripper widths are sent as their points come due; once the arm is done, those
+            # still to come are sent too (an arm that finishes early must not drop them).
+            due = len(traj) - 1 if arm_done else traj.point_index(t)
+            while traj.gripper is not None and k_grip <= due:
                 target = float(traj.gripper[k_grip])
                 k_grip += 1
                 if width is None or abs(target - width) > GRIPPER_TOL:
@@ -194,6 +199,8 @@ class FrankaRos2Backend:
                                        points_executed=tracker.done)
                     grip_calls.append((cmd, self.transport.send_gripper_goal(cmd)))
                     width = target
+            if arm_done:
+                break
             if run.stop.wait(self.period):
                 self.hold()
                 return Outcome(False, True, run.reason, tracker.done, tracker.max_error)
