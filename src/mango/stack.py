@@ -41,6 +41,17 @@ class StackNode(BaseModel):
             raise ValueError(f"{v!r} is not a valid ROS node/executable name")
         return v
 
+    @field_validator("namespace")
+    @classmethod
+    def _absolute_namespace(cls, v: str) -> str:
+        """Absolute: a node process takes `-r __ns:=...`, which rcl refuses when relative
+        (`camera/front` killed both camera nodes of the FR3 stack at start)."""
+        parts = [p for p in v.strip().split("/") if p]
+        bad = [p for p in parts if not _NAME.match(p)]
+        if bad:
+            raise ValueError(f"{v!r} is not a valid ROS namespace ({bad[0]!r})")
+        return "/" + "/".join(parts) if parts else ""
+
 
 class Stack(BaseModel):
     model_config = ConfigDict(extra="forbid")

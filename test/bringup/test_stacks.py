@@ -32,6 +32,38 @@ def test_stack_files_validate(path: Path) -> None:
             assert "$(share)" not in str(value)
 
 
+@pytest.mark.parametrize("path", STACKS, ids=lambda p: p.stem)
+def test_every_nodes_arguments_are_accepted_by_rcl(path: Path) -> None:
+    """What `mango bringup` passes each node process (name, namespace, remappings) parses in
+    rcl and names the node where the stack file puts it (a relative namespace once killed
+    both camera nodes of the FR3 stack at start)."""
+    import rclpy
+
+    from mango.stack import ros_args
+
+    for node in load_stack(path).nodes:
+        ctx = rclpy.Context()
+        rclpy.init(args=["node", *ros_args(node)], context=ctx)
+        try:
+            made = rclpy.create_node("placeholder", context=ctx)
+            assert made.get_name() == node.name
+            assert made.get_namespace() == (node.namespace or "/")
+            made.destroy_node()
+        finally:
+            rclpy.shutdown(context=ctx)
+
+
+def test_a_relative_namespace_is_made_absolute_and_a_bad_one_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nnodes:\n  - {name: cam, executable: camera_node, "
+                    "namespace: camera/front/}\n")
+    assert load_stack(path).nodes[0].namespace == "/camera/front"
+    path.write_text("name: s\nnodes:\n  - {name: cam, executable: camera_node, "
+                    "namespace: 'camera front'}\n")
+    with pytest.raises(InputError, match="namespace"):
+        load_stack(path)
+
+
 @pytest.mark.parametrize(
     ("text", "field"),
     [

@@ -139,3 +139,45 @@ def test_mango_record_command(processes: Processes, namespace: str, tmp_path: Pa
     n = len(read_trace(TRACE))
     assert f"recorded {n} messages" in err
     assert BagReader(bag).topics() == {topic: ("mango_ros/msg/WorldState", n)}
+
+
+def test_recording_every_topic_takes_action_feedback_and_status_too(
+    processes: Processes, namespace: str, tmp_path: Path
+) -> None:
+    """`mango record` of all topics while an action runs: its feedback and status topics are
+    recorded with their types (once an unknown type that stopped the recorder), and read."""
+    from rclpy.action import ActionServer
+
+    from mango.client import Robot
+    from mango.client.session import spun_node
+    from mango.control import MotionCommand
+    from mango_ros.action import ExecuteMotion
+
+    def execute(gh):  # a feedback every 50 ms for a second
+        for k in range(20):
+            gh.publish_feedback(ExecuteMotion.Feedback(command_index=k))
+            time.sleep(0.05)
+        gh.succeed()
+        return ExecuteMotion.Result(status=0, message="done")
+
+    bag = tmp_path / "all"
+    with spun_node("server", namespace=namespace, threads=3) as node:
+        ActionServer(node, ExecuteMotion, "execute_motion", execute_callback=execute)
+        recorder = processes.start("recorder", "mango.nodes.bag_recorder",
+                                   "-p", f"output:={bag}", "-p", "discovery_period:=0.05")
+        feedback = f"{namespace}/execute_motion/_action/feedback"
+        wait_for(lambda: f"recording {feedback}" in processes.log("recorder"), 30,
+                 "the recorder subscribing to the action's feedback")
+        with Robot.connect(namespace) as robot:
+            out = robot.execute_motion([MotionCommand("wait", duration=0.1)], timeout=30)
+        assert out.succeeded, out
+        time.sleep(0.5)
+        recorder.send_signal(signal.SIGINT)
+        assert recorder.wait(timeout=10) == 0, processes.log("recorder")
+    topics = BagReader(bag).topics()
+    assert topics[feedback] == ("mango_ros/action/ExecuteMotion_FeedbackMessage", 20), topics
+    status = f"{namespace}/execute_motion/_action/status"
+    assert topics[status][0] == "action_msgs/msg/GoalStatusArray"
+    decoded = [default_types().deserialize(m.data, m.msgtype) for m in BagReader(bag).messages()
+               if m.topic == feedback]
+    assert [m.feedback.command_index for m in decoded] == list(range(20))

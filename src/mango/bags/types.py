@@ -16,9 +16,27 @@ def _ament_prefixes() -> list[Path]:
     return [Path(p) for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
 
 
+def _action_types(package: str, name: str, text: str) -> dict:
+    """The message types an action puts on topics (`<action>/_action/feedback` carries
+    `<Name>_FeedbackMessage`; `status` is action_msgs' own), as rosidl generates them from the
+    `.action` file's goal, result and feedback sections."""
+    parts = [p.strip() for p in text.split("\n---")]
+    if len(parts) != 3:
+        return {}
+    out: dict = {}
+    for part, suffix in zip(parts, ("Goal", "Result", "Feedback"), strict=True):
+        # rosbags writes a nested type's definition only for `pkg/msg/` names: the sections
+        # are registered under that form (their fields, what a reader needs, are the same)
+        out.update(get_types_from_msg(part, f"{package}/msg/{name}_{suffix}"))
+    out.update(get_types_from_msg(
+        f"unique_identifier_msgs/UUID goal_id\n{package}/msg/{name}_Feedback feedback",
+        f"{package}/action/{name}_FeedbackMessage"))
+    return out
+
+
 class BagTypes:
-    """Known message types: the Kilted standard set plus every `.msg` installed in the ament
-    prefixes (this package's own among them)."""
+    """Known message types: the Kilted standard set plus every `.msg` (and the topic types of
+    every `.action`) installed in the ament prefixes, this package's own among them."""
 
     def __init__(self, extra_msg_dirs: list[Path] | None = None) -> None:
         self.store: Typestore = get_typestore(Stores.ROS2_KILTED)
@@ -28,6 +46,9 @@ class BagTypes:
                 name = f"{msg.parent.parent.name}/msg/{msg.stem}"
                 if name not in self.store.fielddefs:
                     found.update(get_types_from_msg(msg.read_text(), name))
+            for action in sorted((prefix / "share").glob("*/action/*.action")):
+                found.update(_action_types(action.parent.parent.name, action.stem,
+                                           action.read_text()))
         for d in extra_msg_dirs or []:
             pkg = d.parent.name if d.name == "msg" else d.name
             for msg in sorted(d.glob("*.msg")):

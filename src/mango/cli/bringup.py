@@ -59,7 +59,9 @@ def bringup(
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     runner.start()
-    console.print(f"[bold]{spec.name}[/]: {len(spec.nodes)} nodes up; Ctrl-C stops them")
+    console.print(f"[bold]{spec.name}[/]: started {len(spec.nodes)} node processes "
+                  "(their output follows; a required node that dies stops the stack); "
+                  "Ctrl-C stops them")
     code = 0
     try:
         runner.spin(stop)

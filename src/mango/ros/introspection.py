@@ -16,6 +16,9 @@ def message_class(msgtype: str) -> type:
         raise InputError(f"bad message type name {msgtype!r} (want pkg/msg/Name)")
     pkg, kind, name = parts
     try:
+        if kind == "action":  # an action's topic types: `Name_FeedbackMessage` and the like
+            action, _, part = name.rpartition("_")
+            return getattr(getattr(importlib.import_module(f"{pkg}.action"), action).Impl, part)
         return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
     except (ImportError, AttributeError):
         raise InputError(f"message type {msgtype!r} is not installed") from None
