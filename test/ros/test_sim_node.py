@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
 from support.ros import Processes, call_service, wait_for
@@ -78,3 +79,25 @@ def test_sim_node_services_and_topics(ros_node: Node, processes: Processes,
     bad = call_service(ros_node, RunExpert, f"{namespace}/sim_node/run_expert",
                        RunExpert.Request(fault="melt@1"))
     assert not bad.success and "bad fault" in bad.message
+
+
+def test_a_stalled_physics_step_is_said_loudly(capfd: pytest.CaptureFixture[str]) -> None:
+    """A physics step that takes long (its joint states stop meanwhile; the control node gives
+    up on a simulation silent for 2 s) is a warning naming where the time went."""
+    import rclpy
+
+    from mango.nodes.sim_node import SimNode
+
+    rclpy.init(args=["sim", "--ros-args", "-p", "camera_rate:=0.0", "-p", f"scene:={SCENE}"])
+    node = None
+    try:
+        node = SimNode()
+        node._watch_loop(0.0, 0.05, 0.75, 0.8)  # a 0.8 s step, 0.7 s of it publishing
+        node._watch_loop(1.0, 1.001, 1.002, 1.01)  # a normal one: nothing said
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.shutdown()
+    err = capfd.readouterr().err
+    assert err.count("physics loop stalled") == 1, err
+    assert "stalled 0.80 s" in err and "publishing 0.70 s" in err

@@ -3,7 +3,9 @@ shuts down cleanly on Ctrl-C and SIGTERM."""
 
 from __future__ import annotations
 
+import faulthandler
 import math
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -125,6 +127,8 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None,
     it runs, a callback that raises is a bug, not a reason to stop judging or controlling: it
     is logged with its traceback (each distinct one once) and the node spins on.
     """
+    # `kill -USR1 <pid>` prints every thread's stack: what a stuck node is doing
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     rclpy.init(args=args)
     node = None
     code = 0

@@ -51,6 +51,9 @@ class _Job:
     error: BaseException | None = None
 
 
+STALL_WARN = 0.5  # s one physics step may take before the node says it stalled
+
+
 class SimNode(Node):
     def __init__(self) -> None:
         super().__init__("sim_node")
@@ -136,9 +139,22 @@ class SimNode(Node):
                     job.error = exc
                 job.done.set()
                 wall0, sim0 = time.monotonic(), self.env.time
+            t0 = time.monotonic()
             self.env.step(None, duration=self.state_period)
+            t1 = time.monotonic()
             self._publish_state()
+            t2 = time.monotonic()
             wall0, sim0 = self._pace(wall0, sim0)
+            self._watch_loop(t0, t1, t2, time.monotonic())
+
+    def _watch_loop(self, t0: float, t1: float, t2: float, t3: float) -> None:
+        """Say loudly when one physics step took long: its joint states stop meanwhile, and
+        the control node gives up on a simulation silent for 2 s."""
+        if t3 - t0 > STALL_WARN:
+            self.get_logger().warning(
+                f"physics loop stalled {t3 - t0:.2f} s at t={self.env.time:.2f} (step "
+                f"{t1 - t0:.2f} s, publishing {t2 - t1:.2f} s, pacing {t3 - t2:.2f} s): no joint "
+                "states meanwhile", throttle_duration_sec=5.0)
 
     def _pace(self, wall0: float, sim0: float) -> tuple[float, float]:
         """Sleep so sim time advances at `real_time_factor` x wall time."""
