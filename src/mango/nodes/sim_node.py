@@ -294,7 +294,11 @@ class SimNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    run_node(SimNode, args, threads=4)
+    # One executor thread: the physics thread needs the GIL back after every mj_step, and
+    # rclpy's multi-threaded executor (its threads polling futures in Python) kept it from the
+    # physics for 0.3-0.8 s at a time, long enough for the control node to give up on a
+    # "stopped" simulation. The services only hand work to the physics thread and wait.
+    run_node(SimNode, args, threads=1)
 
 
 if __name__ == "__main__":
