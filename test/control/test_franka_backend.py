@@ -42,8 +42,27 @@ def test_trajectory_goal_fields() -> None:
     assert goal.goal_time_tolerance == (0, 500_000_000)
 
 
-def test_closing_grasps_opening_moves_unchanged_sends_nothing() -> None:
+def test_goal_points_carry_velocities_and_accelerations() -> None:
+    """ros2_controllers joint_trajectory_controller/doc/trajectory.rst: points with positions
+    only are interpolated linearly, with velocities and accelerations quintically; the
+    retimed trajectory's derivatives reach the goal's points."""
     fake, backend = _rig()
+    traj = _traj(fake.q.copy(), [0.01, 0.02, 0.03])
+    m = backend.measured()
+    assert m is not None
+    played = backend.prepare(traj, m)
+    goal = TrajectoryGoal.from_trajectory(played)
+    assert all(len(p.velocities) == 7 and len(p.accelerations) == 7 for p in goal.points)
+    assert goal.points[-1].velocities == (0.0,) * 7
+    assert goal.points[-1].accelerations == (0.0,) * 7
+    assert goal.points[1].velocities[0] == pytest.approx(0.15, rel=0.2)  # 0.01 rad per 1/15 s
+    out = backend.execute(played, GoalRun(None), lambda *_: None)
+    assert out.ok, out.message
+    assert fake.goals[-1].points[0].velocities == goal.points[0].velocities
+
+
+def test_closing_grasps_opening_moves_unchanged_sends_nothing() -> None:
+    fake, backend = _rig(object_width=0.03)
     q0 = fake.q.copy()
     out = backend.execute(_traj(q0, [0.02, 0.04, 0.06, 0.08], [0.08, 0.08, 0.02, 0.02]),
                           GoalRun(None), lambda *_: None)
@@ -51,7 +70,10 @@ def test_closing_grasps_opening_moves_unchanged_sends_nothing() -> None:
     assert out.points_executed == 4 and out.max_error < 0.05
     (grasp,) = fake.gripper_goals
     assert (grasp.kind, grasp.width, grasp.force) == ("grasp", 0.02, 20.0)
-    assert grasp.epsilon_inner == 0.02 and grasp.epsilon_outer == pytest.approx(0.08)
+    # franka_gripper config/franka_gripper_node.yaml: default_grasp_epsilon 0.005; the
+    # window reaches up to where the fingers started (0.08)
+    assert grasp.epsilon_inner == 0.005 and grasp.epsilon_outer == pytest.approx(0.065)
+    assert grasp.window == pytest.approx((0.015, 0.085))
     fake.gripper_goals.clear()
     out = backend.execute(_traj(fake.q.copy(), [0.0, 0.0], [0.08, 0.08]), GoalRun(None),
                           lambda *_: None)
@@ -84,14 +106,34 @@ def test_controller_failures_read_clearly(mode: str, message: str) -> None:
     assert out.message == message
 
 
-def test_grasp_failure_reads_clearly() -> None:
-    fake, backend = _rig(grasp_ok=False)
+def test_a_closing_ramp_is_one_grasp_that_holds_what_it_meets() -> None:
+    """Policies close towards 0 over a few points ("on whatever is there"): one grasp to the
+    ramp's end, sent when it starts; an object anywhere on the way is held."""
+    fake, backend = _rig(object_width=0.031)
+    out = backend.execute(_traj(fake.q.copy(), [0.0] * 5, [0.06, 0.04, 0.02, 0.0, 0.0]),
+                          GoalRun(None), lambda *_: None)
+    assert out.ok, out.message
+    assert [(g.kind, g.width) for g in fake.gripper_goals] == [("grasp", 0.0)]
+    assert fake.width == pytest.approx(0.031)
+
+
+def test_a_grasp_that_closes_on_nothing_is_reported_missed() -> None:
+    fake, backend = _rig(object_width=None)
     out = backend.execute(_traj(fake.q.copy(), [0.0, 0.0], [0.0, 0.0]), GoalRun(None),
                           lambda *_: None)
     assert not out.ok
-    assert out.message == ("gripper grasp to 0.000 m failed: object not grasped: width "
-                           "outside epsilon")
+    assert out.message == ("gripper grasp to 0.000 m missed: the fingers closed to 0.000 m with "
+                           "nothing between them")
     assert out.points_executed == 2
+
+
+def test_gripper_plan_one_goal_per_run() -> None:
+    _, backend = _rig()
+    plan = backend.gripper_plan(np.array([0.08, 0.06, 0.03, 0.03, 0.05, 0.08, 0.08]), 0.08)
+    assert [(k, c.kind, c.width) for k, c in plan] == [(1, "grasp", 0.03), (4, "move", 0.08)]
+    # from an unknown width the first goal is a move
+    assert [(k, c.kind) for k, c in backend.gripper_plan(np.array([0.0, 0.0]), None)] == [
+        (0, "move")]
 
 
 def test_stop_cancels_the_controller_goal() -> None:

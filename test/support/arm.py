@@ -127,12 +127,15 @@ class FakeFrankaTransport:
 
     `mode`: ok | path_error | reject | hang | absent | instant; the arm walks the received
     points on time (or, instant, jumps to the last) and publishes joint states into
-    `reader`."""
+    `reader`. The gripper holds an object `object_width` m wide between its fingers (None:
+    nothing): a grasp stops on it if it lies between the fingers and the commanded width,
+    and succeeds as libfranka's does (include/franka/gripper.h: the distance d between the
+    fingers satisfies width - epsilon_inner < d < width + epsilon_outer)."""
 
     robot: RobotConfig
     reader: JointStateReader
     mode: str = "ok"
-    grasp_ok: bool = True
+    object_width: float | None = None
     width: float = 0.08
     goals: list[TrajectoryGoal] = field(default_factory=list)
     gripper_goals: list[GripperCommand] = field(default_factory=list)
@@ -187,9 +190,12 @@ class FakeFrankaTransport:
 
     def send_gripper_goal(self, command: GripperCommand) -> Done:
         self.gripper_goals.append(command)
-        if command.kind == "grasp" and not self.grasp_ok:
-            self.width = 0.0
-            res = GripperResult(False, "object not grasped: width outside epsilon")
+        obj = self.object_width
+        if command.kind == "grasp":
+            stop = obj if obj is not None and command.width <= obj <= self.width else None
+            self.width = command.width if stop is None else stop
+            lo, hi = command.width - command.epsilon_inner, command.width + command.epsilon_outer
+            res = GripperResult(lo < self.width < hi, "")
         else:
             self.width = command.width
             res = GripperResult(True, "")

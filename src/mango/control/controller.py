@@ -117,6 +117,7 @@ class ArmController:
                 goal.joint_names, goal.times, goal.positions, list(goal.gripper_widths),
                 self.robot, m.q, self.kinematics if self.check_workspace else None,
                 self.max_start_delay)
+            played = self.backend.prepare(traj, m)
         except GoalRejected as exc:
             return ChunkResult(GoalStatus.REJECTED, exc.reason)
         delay = float(traj.times[0]) - goal.times[0]
@@ -124,6 +125,11 @@ class ArmController:
                 "velocity limits") if delay > 0 else ""
         if late:  # the arm is not where its sender last saw it: worth knowing
             on_start(late)
+        if played.duration > traj.duration + 1e-6:
+            late = ", ".join(filter(None, [late, (
+                f"slowed from {traj.duration:.2f} s to keep within the acceleration and jerk "
+                "limits")]))
+        traj = played
         out = self.backend.execute(traj, run, on_point)
         if out.stopped:
             status, message = run.stop_status, out.message
@@ -167,9 +173,10 @@ class ArmController:
             assert m is not None
             try:  # from the measured state: relative moves start where the hand really is
                 planned = self.planner.plan(cmd, m.q, self._width(m))
+                played = self.backend.prepare(planned.trajectory, m)
             except GoalRejected as exc:
                 return self._failed(result, f"command {i} ({cmd.describe()}): {exc.reason}")
-            out = self.backend.execute(planned.trajectory, run, lambda _k, _e: None)
+            out = self.backend.execute(played, run, lambda _k, _e: None)
             if out.ok:  # measure once the arm has settled on the command's end
                 self._settle(run, planned.end_q)
             m = self.backend.measured()

@@ -24,6 +24,7 @@ class Measured:
     width: float | None
     t: float  # monotonic time of reception
     stamp: float  # the message's header stamp (s); from sim_node, the simulator's time
+    velocity: np.ndarray | None = None  # arm joint velocities, when the message carries them
 
 
 class JointStateReader:
@@ -35,8 +36,10 @@ class JointStateReader:
         self._index: dict[tuple[str, ...], tuple[list[int], list[int]]] = {}
 
     def update(self, names: Sequence[str], positions: Sequence[float], stamp: float,
-               received: float | None = None) -> None:
-        """Take one joint state; one without every arm joint (a gripper-only one) is ignored."""
+               received: float | None = None, velocities: Sequence[float] = ()) -> None:
+        """Take one joint state; one without every arm joint (a gripper-only one) is ignored.
+        Velocities count only when there is one per name (JointState leaves them empty when
+        unknown: sim_node's)."""
         key = tuple(names)
         idx = self._index.get(key)
         if idx is None:
@@ -49,7 +52,9 @@ class JointStateReader:
         pos = np.asarray(positions, float)
         width = float(np.sum(pos[idx[1]])) if len(idx[1]) == 2 else None
         t = time.monotonic() if received is None else received
-        self._latest = Measured(pos[idx[0]], width, t, stamp)
+        vel = (np.asarray(velocities, float)[idx[0]] if len(velocities) == len(key)
+               else None)
+        self._latest = Measured(pos[idx[0]], width, t, stamp, vel)
 
     def measured(self) -> Measured | None:
         return self._latest

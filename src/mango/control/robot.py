@@ -18,6 +18,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 ROBOTS_DIR = REPO_ROOT / "config" / "robots"
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Vec3 = tuple[Finite, Finite, Finite]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
 class WorkspaceBox(BaseModel):
@@ -44,14 +45,19 @@ class WorkspaceBox(BaseModel):
 
 
 class RobotConfig(BaseModel):
-    """One arm: 7 joints with position/velocity limits, a gripper, home pose, workspace."""
+    """One arm: 7 joints with position/velocity (and, where known, acceleration and jerk)
+    limits, a gripper, home pose, workspace."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
     joint_names: tuple[str, ...]
     position_lower: tuple[Finite, ...]
     position_upper: tuple[Finite, ...]
-    velocity_limits: tuple[Annotated[float, Field(gt=0, allow_inf_nan=False)], ...]
+    velocity_limits: tuple[Positive, ...]
+    # rad/s^2 and rad/s^3; optional: a backend that plays goals as smooth splines (the joint
+    # trajectory controller) retimes them to stay within these
+    acceleration_limits: tuple[Positive, ...] | None = None
+    jerk_limits: tuple[Positive, ...] | None = None
     gripper_max_width: Annotated[float, Field(gt=0)] = 0.08
     home: tuple[Finite, ...]
     kinematics: Literal["sim", "fr3_dh"] = "sim"
@@ -62,8 +68,9 @@ class RobotConfig(BaseModel):
         n = len(self.joint_names)
         if n != 7 or len(set(self.joint_names)) != 7:
             raise ValueError("joint_names must list 7 distinct names")
-        for f in ("position_lower", "position_upper", "velocity_limits", "home"):
-            if len(getattr(self, f)) != n:
+        for f in ("position_lower", "position_upper", "velocity_limits", "home",
+                  "acceleration_limits", "jerk_limits"):
+            if getattr(self, f) is not None and len(getattr(self, f)) != n:
                 raise ValueError(f"{f} must have {n} values, one per joint")
         for i, (lo, hi, h) in enumerate(zip(self.position_lower, self.position_upper, self.home,
                                             strict=True)):
@@ -84,6 +91,16 @@ class RobotConfig(BaseModel):
     @property
     def vmax(self) -> np.ndarray:
         return np.asarray(self.velocity_limits, float)
+
+    @property
+    def amax(self) -> np.ndarray | None:
+        a = self.acceleration_limits
+        return None if a is None else np.asarray(a, float)
+
+    @property
+    def jmax(self) -> np.ndarray | None:
+        j = self.jerk_limits
+        return None if j is None else np.asarray(j, float)
 
 
 def robot_path(name_or_path: str | Path) -> Path:

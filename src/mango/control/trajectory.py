@@ -16,12 +16,16 @@ import numpy as np
 
 @dataclass(frozen=True)
 class JointTrajectory:
-    """Timed joint targets (N x 7, in `joint_names` order) and optional gripper widths (N)."""
+    """Timed joint targets (N x 7, in `joint_names` order), optional gripper widths (N) and,
+    once retimed for a spline-following controller (`validation.fit_limits`), the velocities
+    and accelerations at each point (N x 7)."""
 
     joint_names: tuple[str, ...]
     times: np.ndarray  # seconds from the start, strictly increasing, first > 0
     positions: np.ndarray
     gripper: np.ndarray | None = None
+    velocities: np.ndarray | None = None
+    accelerations: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.times)
@@ -30,6 +34,10 @@ class JointTrajectory:
                              f"got {self.positions.shape}")
         if self.gripper is not None and self.gripper.shape != (n,):
             raise ValueError(f"gripper widths must have {n} values, got {self.gripper.shape}")
+        for name in ("velocities", "accelerations"):
+            x = getattr(self, name)
+            if x is not None and x.shape != self.positions.shape:
+                raise ValueError(f"{name} must be {n} x {len(self.joint_names)}, got {x.shape}")
 
     @property
     def duration(self) -> float:

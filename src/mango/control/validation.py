@@ -9,6 +9,10 @@ The first segment starts from wherever the arm is when the goal arrives, which i
 could only estimate (the arm drifts, joint states age in transit): a first point a little too
 close in time for the velocity limits is reached later instead of refused, by up to
 `max_start_delay` seconds; every later point moves by the same delay.
+
+A backend whose controller interpolates splines through the points (the joint trajectory
+controller on a real FR3) also has each goal retimed by `fit_limits`: the motion it will
+really play must stay within the arm's velocity, acceleration and jerk limits.
 """
 
 from __future__ import annotations
@@ -19,10 +23,18 @@ import numpy as np
 
 from mango.control.kinematics import Kinematics
 from mango.control.robot import RobotConfig
+from mango.control.spline import Extreme, QuinticPath, knot_derivatives
 from mango.control.trajectory import JointTrajectory
 
 # Velocity is checked on the commanded points; allow rounding of published times.
 VELOCITY_TOLERANCE = 1.001
+# Retiming aims at this fraction of the limits: the controller's feedback adds its own
+# acceleration on top of the reference it follows.
+LIMIT_FRACTION = 0.9
+CONTROLLER_RATE = 1000.0  # Hz: franka_ros2's controller_manager update_rate, and the FCI's
+MAX_RETIMING_ROUNDS = 40
+DERIVATIVES = (("velocity", "rad/s", 1), ("acceleration", "rad/s^2", 2),
+               ("jerk", "rad/s^3", 3))
 
 
 class GoalRejected(ValueError):
@@ -137,3 +149,53 @@ def check_workspace(positions: np.ndarray, robot: RobotConfig, kinematics: Kinem
             raise GoalRejected(
                 f"point {k}: hand at {np.round(p, 3).tolist()} m outside the workspace box "
                 f"min {list(box.min)} max {list(box.max)}")
+
+
+def fit_limits(traj: JointTrajectory, robot: RobotConfig, start_q: np.ndarray,
+               start_v: np.ndarray | None = None, max_stretch: float = 2.0) -> JointTrajectory:
+    """`traj` with velocities and accelerations at its points (`mango.control.spline`), its
+    segments slowed where the motion the controller would play from them exceeds the
+    robot's limits (aiming at LIMIT_FRACTION of each); `GoalRejected` when the whole cannot
+    be made to fit within `max_stretch` times its duration.
+
+    Policy chunks start and end at rest in a few 67 ms segments: reaching their speed in
+    the first segment, or stopping within the last, needs more than the FR3's 10 rad/s^2, so
+    it is those segments that get longer; a chunk slower than the limits keeps its times.
+    """
+    q0 = np.asarray(start_q, float)
+    v0 = np.zeros_like(q0) if start_v is None else np.asarray(start_v, float)
+    knots_q = np.vstack([q0, traj.positions])
+    t = np.concatenate([[0.0], traj.times])
+    limits = [robot.vmax, robot.amax, robot.jmax]
+    checked = [i for i, lim in enumerate(limits) if lim is not None]
+    budget = max_stretch * float(t[-1])
+    for _ in range(MAX_RETIMING_ROUNDS):
+        v, a = knot_derivatives(t, knots_q, v0)
+        a[-1] = 0.0  # come to rest as the controller's hold after the last point does
+        path = QuinticPath(t, knots_q, np.vstack([v0, v]), np.vstack([np.zeros_like(q0), a]))
+        worst, per_segment = path.worst([lim if lim is not None else np.full_like(q0, np.inf)
+                                         for lim in limits], CONTROLLER_RATE)
+        # slow each segment by what its worst derivative needs (time scales the k-th
+        # derivative by 1/s^k), a little more so the rounds converge
+        need = np.ones(len(t) - 1)
+        for i in checked:
+            need = np.maximum(need, (per_segment[i] / LIMIT_FRACTION) ** (1.0 / (i + 1)))
+        if np.all(need <= 1.0):
+            break
+        h = np.diff(t) * np.minimum(np.where(need > 1.0, need * 1.02, 1.0), 1.5)
+        if float(np.sum(h)) > budget:
+            break
+        t = np.concatenate([[0.0], np.cumsum(h)])
+    over = [(worst[i], i) for i in checked if worst[i].ratio > 1.0]
+    if over:
+        x, i = max(over, key=lambda e: e[0].ratio)
+        raise GoalRejected(_limit_reason(x, i, robot, max_stretch))
+    return JointTrajectory(traj.joint_names, t[1:], traj.positions, traj.gripper, v, a)
+
+
+def _limit_reason(x: Extreme, i: int, robot: RobotConfig, max_stretch: float) -> str:
+    what, unit, _ = DERIVATIVES[i]
+    return (f"point {x.segment}, {robot.joint_names[x.joint]}: {what} {abs(x.value):.2f} "
+            f"{unit} on the way from {'the measured position' if x.segment == 0 else 'point '}"
+            f"{'' if x.segment == 0 else x.segment - 1} exceeds the limit {x.limit:g} {unit}, "
+            f"even slowed down to {max_stretch:g} times its duration (max_stretch)")

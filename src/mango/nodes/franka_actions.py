@@ -94,8 +94,9 @@ class FrankaActions:
         msg.trajectory = JointTrajectory(joint_names=list(goal.joint_names))
         for p in goal.points:
             msg.trajectory.points.append(JointTrajectoryPoint(
-                positions=list(p.positions), time_from_start=Duration(sec=p.sec,
-                                                                      nanosec=p.nanosec)))
+                positions=list(p.positions), velocities=list(p.velocities),
+                accelerations=list(p.accelerations),
+                time_from_start=Duration(sec=p.sec, nanosec=p.nanosec)))
         sec, nanosec = goal.goal_time_tolerance
         msg.goal_time_tolerance = Duration(sec=sec, nanosec=nanosec)
         return _Pending(self.arm.send_goal_async(msg), lambda h: _SentGoal(h, _arm_result))

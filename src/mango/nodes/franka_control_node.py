@@ -3,9 +3,10 @@
 Actions `execute_chunk` (ExecuteChunk: a joint trajectory at the policy rate + gripper widths)
 and `execute_motion` (ExecuteMotion: mid-level commands planned through IK), service `halt`.
 Every goal is validated before the arm moves (joint names, limits, velocities, finite values,
-workspace box) and refused with the reason; one goal is active at a time (a new goal preempts
-the old); cancel of a chunk, `halt`, or preemption stop the motion and hold position within
-one control period; a cancelled motion batch stops at the next command boundary. The logic is
+workspace box; on franka_ros2 also the acceleration and jerk of the spline it becomes) and
+refused with the reason; one goal is active at a time (a new goal preempts the old); cancel
+of a chunk, `halt`, or preemption stop the motion and hold position within one control
+period; a cancelled motion batch stops at the next command boundary. The logic is
 `mango.control.ArmController`; this node adapts parameters and messages.
 
 Backends (parameter `backend`, `mango.control.backends`): `sim` streams position targets to
@@ -16,8 +17,11 @@ under `gripper_namespace` (`control_msgs`/`franka_msgs` exist only on a system R
 imported lazily). Parameters: `backend`, `robot` (config/robots name or file), `control_rate`,
 `check_workspace`, `max_start_delay` (s a chunk may start late so its first point, timed by
 a sender that saw the arm a moment earlier, stays within the velocity limits from where the
-arm is; 0 refuses such a chunk instead), `joint_states_topic`, `joint_command_topic`, `arm_action`,
-`gripper_namespace`, `grasp_force`, `gripper_speed`, `server_timeout`.
+arm is; 0 refuses such a chunk instead), `max_stretch` (franka_ros2: how many times its
+duration a goal may be slowed to keep the motion the joint trajectory controller plays within
+the FR3's acceleration and jerk limits; beyond that it is refused), `joint_states_topic`,
+`joint_command_topic`, `arm_action`, `gripper_namespace`, `grasp_force`, `gripper_speed`,
+`server_timeout`.
 """
 
 from __future__ import annotations
@@ -65,7 +69,8 @@ def _sim_backend(node: FrankaControlNode, period: float) -> ControlBackend:
 def _franka_ros2_backend(node: FrankaControlNode, period: float) -> ControlBackend:
     p = node.params
     settings = FrankaSettings(p["arm_action"], p["gripper_namespace"].rstrip("/"),
-                              p["grasp_force"], p["gripper_speed"], p["server_timeout"])
+                              p["grasp_force"], p["gripper_speed"], p["server_timeout"],
+                              p["max_stretch"])
     transport = FrankaActions(node, settings.arm_action, settings.gripper_namespace)
     return FrankaRos2Backend(node.robot, period, node.reader, transport, settings)
 
@@ -81,6 +86,7 @@ class FrankaControlNode(Node):
             "backend": Param("sim", lambda v: v in BACKENDS, f"one of {', '.join(BACKENDS)}"),
             "robot": "sim_fr3", "control_rate": rate_param(100.0), "check_workspace": True,
             "max_start_delay": Param(0.1, lambda v: 0 <= v <= 1.0, "between 0 and 1 s"),
+            "max_stretch": Param(2.0, lambda v: 1.0 <= v <= 10.0, "between 1 and 10"),
             "joint_states_topic": "joint_states", "joint_command_topic": "joint_command",
             "arm_action": "/fr3_arm_controller/follow_joint_trajectory",
             "gripper_namespace": "/franka_gripper", "grasp_force": positive(20.0, 140.0),
@@ -109,7 +115,8 @@ class FrankaControlNode(Node):
 
     def _on_joint_state(self, msg: JointState) -> None:
         self.reader.update(msg.name, msg.position,
-                           msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
+                           msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9,
+                           velocities=msg.velocity)
 
     def _on_cancel(self, goal_handle: Any) -> CancelResponse:
         self.controller.goals.cancel(

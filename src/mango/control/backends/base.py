@@ -18,6 +18,11 @@ class ControlBackend(Protocol):
         """The latest measured joint state, or None before the first."""
         ...
 
+    def prepare(self, traj: JointTrajectory, start: Measured) -> JointTrajectory:
+        """`traj` as this backend will play it from `start` (retimed, with derivatives), or
+        `GoalRejected` when it cannot be played within the arm's limits."""
+        ...
+
     def execute(self, traj: JointTrajectory, run: GoalRun, on_point: PointFeedback) -> Outcome:
         """Run `traj` from the measured state until it ends, fails, or `run.stop` is set
         (then hold position and return a stopped outcome with `run.reason`)."""

@@ -1,6 +1,12 @@
 """The `franka_ros2` backend: FollowJointTrajectory for the arm, the franka gripper's
 `move`/`grasp` actions for the hand.
 
+Goals carry velocities and accelerations at every point, retimed to the FR3's limits
+(`validation.fit_limits`), so the joint trajectory controller plays quintic segments instead
+of stepping its velocity at every point. A gripper width ramp (policies close towards 0 over
+a few points) is one gripper goal to its end, sent when the ramp starts: the franka gripper
+runs one command at a time, and a ramp's intermediate widths are not object sizes.
+
 The logic lives here (what goal to send, when to move the gripper, what a result means); the
 node supplies a `FrankaTransport` that turns the plain goals below into action messages, so
 this module needs neither rclpy nor control_msgs/franka_msgs.
@@ -13,15 +19,24 @@ import time
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
+import numpy as np
+
 from mango.control.goals import GoalRun, Outcome
 from mango.control.joint_state import JointStateReader, Measured
 from mango.control.robot import RobotConfig
 from mango.control.tracking import PointFeedback, PointTracker
 from mango.control.trajectory import JointTrajectory
+from mango.control.validation import fit_limits
 
 T_co = TypeVar("T_co", covariant=True)
 GripperKind = Literal["move", "grasp"]
 GRIPPER_TOL = 0.005  # m: a width change smaller than this sends no gripper goal
+# franka_gripper config/franka_gripper_node.yaml default_grasp_epsilon (inner and outer)
+GRASP_EPSILON = 0.005  # m
+# Fingers closer than this after a grasp closed on nothing (the Franka Hand reads ~0 closed):
+# the grasp missed. Objects thinner than this cannot be told from nothing by the width.
+CLOSED_WIDTH = 0.003  # m
+FRESH_STATE_TIMEOUT = 0.5  # s to wait for a joint state newer than a gripper result
 GOAL_TIME_TOLERANCE = (0, 500_000_000)  # (sec, nanosec) the controller may end late
 FJT_CODES = {0: "SUCCESSFUL", -1: "INVALID_GOAL", -2: "INVALID_JOINTS",
              -3: "OLD_HEADER_TIMESTAMP", -4: "PATH_TOLERANCE_VIOLATED",
@@ -33,6 +48,8 @@ class TrajectoryPoint:
     positions: tuple[float, ...]
     sec: int
     nanosec: int
+    velocities: tuple[float, ...] = ()
+    accelerations: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,9 +63,11 @@ class TrajectoryGoal:
     @classmethod
     def from_trajectory(cls, traj: JointTrajectory) -> TrajectoryGoal:
         points = []
-        for t, q in zip(traj.times, traj.positions, strict=True):
+        for k, (t, q) in enumerate(zip(traj.times, traj.positions, strict=True)):
             sec = int(t)
-            points.append(TrajectoryPoint(tuple(q.tolist()), sec, int((t - sec) * 1e9)))
+            v = () if traj.velocities is None else tuple(traj.velocities[k].tolist())
+            a = () if traj.accelerations is None else tuple(traj.accelerations[k].tolist())
+            points.append(TrajectoryPoint(tuple(q.tolist()), sec, int((t - sec) * 1e9), v, a))
         return cls(tuple(traj.joint_names), tuple(points))
 
 
@@ -63,6 +82,12 @@ class GripperCommand:
     force: float = 0.0
     epsilon_inner: float = 0.0
     epsilon_outer: float = 0.0
+
+    @property
+    def window(self) -> tuple[float, float]:
+        """The finger distances libfranka's grasp counts as holding something
+        (include/franka/gripper.h: width - epsilon_inner < d < width + epsilon_outer)."""
+        return self.width - self.epsilon_inner, self.width + self.epsilon_outer
 
 
 @dataclass(frozen=True)
@@ -115,6 +140,7 @@ class FrankaSettings:
     grasp_force: float
     gripper_speed: float
     server_timeout: float  # s to wait for a server, an answer or a gripper result
+    max_stretch: float = 2.0  # a goal may be slowed to this many times its duration
 
 
 class FrankaRos2Backend:
@@ -132,6 +158,9 @@ class FrankaRos2Backend:
     def measured(self) -> Measured | None:
         return self.reader.measured()
 
+    def prepare(self, traj: JointTrajectory, start: Measured) -> JointTrajectory:
+        return fit_limits(traj, self.robot, start.q, start.velocity, self.settings.max_stretch)
+
     def hold(self) -> None:
         # The joint trajectory controller holds position when its goal is cancelled.
         with self._lock:
@@ -147,14 +176,38 @@ class FrankaRos2Backend:
                 return future.done()
         return True
 
-    def gripper_command(self, width: float, closing: bool) -> GripperCommand:
-        """Closing grasps (any object between 0 and the width); opening moves."""
+    def gripper_command(self, width: float, start: float | None) -> GripperCommand:
+        """Closing from `start` grasps, opening (or from an unknown width) moves.
+
+        A grasp holds whatever the fingers meet on their way from `start` to `width`: the
+        window runs from the commanded width (less the franka default epsilon) to where the
+        fingers started (plus it); a policy closing to 0 "on whatever is there" thus succeeds
+        on any object, and a miss shows in the measured width (`CLOSED_WIDTH`)."""
         s = self.settings
-        if closing:
+        if start is not None and width < start:
             return GripperCommand("grasp", width, s.gripper_speed, s.grasp_force,
-                                  epsilon_inner=max(width, 0.005),
-                                  epsilon_outer=self.robot.gripper_max_width)
+                                  epsilon_inner=GRASP_EPSILON,
+                                  epsilon_outer=start - width + GRASP_EPSILON)
         return GripperCommand("move", width, s.gripper_speed)
+
+    def gripper_plan(self, widths: np.ndarray, start: float | None
+                     ) -> list[tuple[int, GripperCommand]]:
+        """(point index to send at, command): one per run of widths moving the same way."""
+        plan: list[tuple[int, GripperCommand]] = []
+        w, k, n = start, 0, len(widths)
+        while k < n:
+            if w is not None and abs(widths[k] - w) <= GRIPPER_TOL:
+                k += 1
+                continue
+            closing = w is not None and widths[k] < w
+            end = k
+            while end + 1 < n and (widths[end + 1] <= widths[end] + GRIPPER_TOL if closing
+                                   else widths[end + 1] >= widths[end] - GRIPPER_TOL):
+                end += 1
+            target = float(widths[end])
+            plan.append((k, self.gripper_command(target, w)))
+            w, k = target, end + 1
+        return plan
 
     def execute(self, traj: JointTrajectory, run: GoalRun, on_point: PointFeedback) -> Outcome:
         s, arm = self.settings, self.settings.arm_action
@@ -174,11 +227,14 @@ class FrankaRos2Backend:
         tracker = PointTracker(traj, self.reader.measured, on_point)
         grip_calls: list[tuple[GripperCommand, Pending[SentGoal[GripperResult]]]] = []
         t0 = time.monotonic()
-        k_grip = 0
         width = self._last_width
         if width is None:
             m = self.reader.measured()
             width = m.width if m is not None and m.width is not None else None
+        plan = [] if traj.gripper is None else self.gripper_plan(traj.gripper, width)
+        if plan:
+            width = plan[-1][1].width
+        k_grip = 0
         arm_done = False
         while True:
             arm_done = result.done()
@@ -187,18 +243,15 @@ class FrankaRos2Backend:
             # Gripper widths are sent as their points come due; once the arm is done, those
             # still to come are sent too (an arm that finishes early must not drop them).
             due = len(traj) - 1 if arm_done else traj.point_index(t)
-            while traj.gripper is not None and k_grip <= due:
-                target = float(traj.gripper[k_grip])
+            while k_grip < len(plan) and plan[k_grip][0] <= due:
+                cmd = plan[k_grip][1]
                 k_grip += 1
-                if width is None or abs(target - width) > GRIPPER_TOL:
-                    cmd = self.gripper_command(target, width is not None and target < width)
-                    if not self.transport.wait_for_gripper(cmd.kind, s.server_timeout):
-                        self.hold()
-                        return Outcome(False, message=f"gripper action {s.gripper_namespace}/"
-                                       f"{cmd.kind} is not available",
-                                       points_executed=tracker.done)
-                    grip_calls.append((cmd, self.transport.send_gripper_goal(cmd)))
-                    width = target
+                if not self.transport.wait_for_gripper(cmd.kind, s.server_timeout):
+                    self.hold()
+                    return Outcome(False, message=f"gripper action {s.gripper_namespace}/"
+                                   f"{cmd.kind} is not available",
+                                   points_executed=tracker.done)
+                grip_calls.append((cmd, self.transport.send_gripper_goal(cmd)))
             if arm_done:
                 break
             if run.stop.wait(self.period):
@@ -235,6 +288,28 @@ class FrankaRos2Backend:
         if not self._wait(res, run, timeout + 5.0):
             return Outcome(False, message=f"{what}: no result")
         r = res.result()
+        if cmd.kind == "move":
+            return None if r.success else Outcome(
+                False, message=f"{what} failed: {r.error or 'no reason given'}")
+        d = self._width_after(time.monotonic())
+        if d is not None and d < CLOSED_WIDTH:
+            return Outcome(False, message=f"{what} missed: the fingers closed to {d:.3f} m with "
+                           "nothing between them")
         if not r.success:
-            return Outcome(False, message=f"{what} failed: {r.error or 'no reason given'}")
+            lo, hi = cmd.window
+            at = f"the fingers stopped at {d:.3f} m, " if d is not None else ""
+            why = r.error or f"{at}outside the grasp window ({lo:.3f}, {hi:.3f}) m"
+            return Outcome(False, message=f"{what} failed: {why}")
         return None
+
+    def _width_after(self, since: float) -> float | None:
+        """The measured gripper width from a joint state received after `since` (or the
+        latest one, if none comes within FRESH_STATE_TIMEOUT)."""
+        deadline = since + FRESH_STATE_TIMEOUT
+        while True:
+            m = self.reader.measured()
+            if m is not None and (m.t >= since or time.monotonic() > deadline):
+                return m.width
+            if m is None and time.monotonic() > deadline:
+                return None
+            time.sleep(0.005)

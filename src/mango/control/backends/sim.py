@@ -40,6 +40,13 @@ class SimBackend:
         else:
             self.send(self._names, [*q.tolist(), float(width)])
 
+    def prepare(self, traj: JointTrajectory, start: Measured) -> JointTrajectory:
+        # Played as given: sim_node's arm is a position servo fed linear interpolation at the
+        # control rate, with no acceleration/jerk reflex like the FR3's FCI; and its chunks keep
+        # the policy's timing, as `mango sim eval` (which steps rows at the policy rate, with no
+        # controller) does, so the two stay comparable.
+        return traj
+
     def hold(self) -> None:
         m = self.reader.measured()
         if m is not None:
