@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from mango.bags import BagReader
+from mango.control import load_robot
 from mango.errors import InputError
-from mango.stack import load_stack
+from mango.stack import PACKAGE, load_stack
 
 REPO = Path(__file__).resolve().parents[2]
 STACKS = sorted((REPO / "config" / "stacks").glob("*.yaml"))
@@ -137,7 +139,8 @@ def test_launch_file_agrees_with_its_stack(path: Path, monkeypatch: pytest.Monke
     namespace: dict[str, Any] = {}
     exec(compile(source, str(path), "exec"), namespace)
     namespace["generate_launch_description"]()
-    launched = mods["launch"].launched
+    # other packages' nodes a launch file adds (fr3: the controller spawner) are not the stack's
+    launched = [k for k in mods["launch"].launched if k["package"] == PACKAGE]
     stack = load_stack(stack_name)
     assert [(k["name"], k["executable"], k["package"]) for k in launched] == [
         (n.name, n.executable, n.package) for n in stack.nodes]
@@ -145,6 +148,42 @@ def test_launch_file_agrees_with_its_stack(path: Path, monkeypatch: pytest.Monke
         assert kwargs["parameters"] == [node.parameters]
         assert dict(kwargs["remappings"]) == node.remappings
         assert (kwargs["on_exit"] is not None) == node.required
+
+
+def test_fr3_launch_uses_franka_ros2s_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Against franka_ros2 v3.4.0 (frankarobotics/franka_ros2): franka_bringup
+    launch/franka.launch.py spawns only joint_state_broadcaster and
+    franka_robot_state_broadcaster, takes `controllers_yaml`, starts the gripper only with
+    load_gripper:=true, as franka_gripper launch/gripper.launch.py's node `franka_gripper`
+    (actions ~/move, ~/grasp), and its joint_state_publisher publishes `joint_states`;
+    the joint trajectory controller is franka_fr3_moveit_config's `fr3_arm_controller`
+    (config/fr3_ros_controllers.yaml), which this launch must define and spawn itself."""
+    mods = _fake_launch_modules(REPO)
+    for name, mod in mods.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    namespace: dict[str, Any] = {}
+    path = REPO / "launch" / "fr3.launch.py"
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    actions = namespace["generate_launch_description"]()
+    (include,) = [a for a in actions if isinstance(a, tuple) and a[0] == "include"]
+    assert include[1][0].endswith(os.path.join("launch", "franka.launch.py"))
+    args = dict(include[2]["launch_arguments"])
+    assert args["robot_type"] == "fr3" and args["load_gripper"] == "true"
+    controllers = yaml.safe_load(Path(args["controllers_yaml"]).read_text())
+    manager = controllers["/**"]["controller_manager"]["ros__parameters"]
+    (spawner,) = [k for k in mods["launch"].launched if k["executable"] == "spawner"]
+    assert spawner["package"] == "controller_manager"
+    arm = spawner["arguments"][0]
+    assert arm == "fr3_arm_controller"
+    assert manager[arm]["type"] == "joint_trajectory_controller/JointTrajectoryController"
+    params = controllers["/**"][arm]["ros__parameters"]
+    fr3 = load_robot("fr3")
+    assert tuple(params["joints"]) == fr3.joint_names
+    assert set(params["state_interfaces"]) >= {"position", "velocity"}
+    control = next(n for n in load_stack("fr3").nodes if n.name == "franka_control_node")
+    assert control.parameters["arm_action"] == f"/{arm}/follow_joint_trajectory"
+    assert control.parameters["gripper_namespace"] == "/franka_gripper"
+    assert control.parameters["joint_states_topic"] == "/joint_states"
 
 
 def test_every_stack_has_a_launch_file() -> None:

@@ -152,11 +152,12 @@ def check_workspace(positions: np.ndarray, robot: RobotConfig, kinematics: Kinem
 
 
 def fit_limits(traj: JointTrajectory, robot: RobotConfig, start_q: np.ndarray,
-               start_v: np.ndarray | None = None, max_stretch: float = 2.0) -> JointTrajectory:
+               start_v: np.ndarray | None = None, max_slowdown: float = 1.0) -> JointTrajectory:
     """`traj` with velocities and accelerations at its points (`mango.control.spline`), its
     segments slowed where the motion the controller would play from them exceeds the
-    robot's limits (aiming at LIMIT_FRACTION of each); `GoalRejected` when the whole cannot
-    be made to fit within `max_stretch` times its duration.
+    robot's limits (aiming at LIMIT_FRACTION of each); `GoalRejected` when it cannot be made
+    to fit by slowing it down by at most `max_slowdown` s in all (a bound in seconds, not a
+    ratio: a one-point chunk stepping 0.3 rad in 67 ms needs about 0.4 s more on an FR3).
 
     Policy chunks start and end at rest in a few 67 ms segments: reaching their speed in
     the first segment, or stopping within the last, needs more than the FR3's 10 rad/s^2, so
@@ -168,7 +169,7 @@ def fit_limits(traj: JointTrajectory, robot: RobotConfig, start_q: np.ndarray,
     t = np.concatenate([[0.0], traj.times])
     limits = [robot.vmax, robot.amax, robot.jmax]
     checked = [i for i, lim in enumerate(limits) if lim is not None]
-    budget = max_stretch * float(t[-1])
+    budget = float(t[-1]) + max_slowdown
     for _ in range(MAX_RETIMING_ROUNDS):
         v, a = knot_derivatives(t, knots_q, v0)
         a[-1] = 0.0  # come to rest as the controller's hold after the last point does
@@ -189,13 +190,13 @@ def fit_limits(traj: JointTrajectory, robot: RobotConfig, start_q: np.ndarray,
     over = [(worst[i], i) for i in checked if worst[i].ratio > 1.0]
     if over:
         x, i = max(over, key=lambda e: e[0].ratio)
-        raise GoalRejected(_limit_reason(x, i, robot, max_stretch))
+        raise GoalRejected(_limit_reason(x, i, robot, max_slowdown))
     return JointTrajectory(traj.joint_names, t[1:], traj.positions, traj.gripper, v, a)
 
 
-def _limit_reason(x: Extreme, i: int, robot: RobotConfig, max_stretch: float) -> str:
+def _limit_reason(x: Extreme, i: int, robot: RobotConfig, max_slowdown: float) -> str:
     what, unit, _ = DERIVATIVES[i]
     return (f"point {x.segment}, {robot.joint_names[x.joint]}: {what} {abs(x.value):.2f} "
             f"{unit} on the way from {'the measured position' if x.segment == 0 else 'point '}"
             f"{'' if x.segment == 0 else x.segment - 1} exceeds the limit {x.limit:g} {unit}, "
-            f"even slowed down to {max_stretch:g} times its duration (max_stretch)")
+            f"even slowed down by the {max_slowdown:g} s allowed (max_slowdown)")

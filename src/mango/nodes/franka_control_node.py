@@ -17,8 +17,8 @@ under `gripper_namespace` (`control_msgs`/`franka_msgs` exist only on a system R
 imported lazily). Parameters: `backend`, `robot` (config/robots name or file), `control_rate`,
 `check_workspace`, `max_start_delay` (s a chunk may start late so its first point, timed by
 a sender that saw the arm a moment earlier, stays within the velocity limits from where the
-arm is; 0 refuses such a chunk instead), `max_stretch` (franka_ros2: how many times its
-duration a goal may be slowed to keep the motion the joint trajectory controller plays within
+arm is; 0 refuses such a chunk instead), `max_slowdown` (franka_ros2: how many seconds a
+goal may be slowed down by to keep the motion the joint trajectory controller plays within
 the FR3's acceleration and jerk limits; beyond that it is refused), `joint_states_topic`,
 `joint_command_topic`, `arm_action`, `gripper_namespace`, `grasp_force`, `gripper_speed`,
 `server_timeout`.
@@ -70,7 +70,7 @@ def _franka_ros2_backend(node: FrankaControlNode, period: float) -> ControlBacke
     p = node.params
     settings = FrankaSettings(p["arm_action"], p["gripper_namespace"].rstrip("/"),
                               p["grasp_force"], p["gripper_speed"], p["server_timeout"],
-                              p["max_stretch"])
+                              p["max_slowdown"])
     transport = FrankaActions(node, settings.arm_action, settings.gripper_namespace)
     return FrankaRos2Backend(node.robot, period, node.reader, transport, settings)
 
@@ -86,7 +86,7 @@ class FrankaControlNode(Node):
             "backend": Param("sim", lambda v: v in BACKENDS, f"one of {', '.join(BACKENDS)}"),
             "robot": "sim_fr3", "control_rate": rate_param(100.0), "check_workspace": True,
             "max_start_delay": Param(0.1, lambda v: 0 <= v <= 1.0, "between 0 and 1 s"),
-            "max_stretch": Param(2.0, lambda v: 1.0 <= v <= 10.0, "between 1 and 10"),
+            "max_slowdown": Param(1.0, lambda v: 0 <= v <= 10.0, "between 0 and 10 s"),
             "joint_states_topic": "joint_states", "joint_command_topic": "joint_command",
             "arm_action": "/fr3_arm_controller/follow_joint_trajectory",
             "gripper_namespace": "/franka_gripper", "grasp_force": positive(20.0, 140.0),

@@ -140,7 +140,7 @@ class FrankaSettings:
     grasp_force: float
     gripper_speed: float
     server_timeout: float  # s to wait for a server, an answer or a gripper result
-    max_stretch: float = 2.0  # a goal may be slowed to this many times its duration
+    max_slowdown: float = 1.0  # s a goal may be slowed down by to fit the limits
 
 
 class FrankaRos2Backend:
@@ -159,7 +159,7 @@ class FrankaRos2Backend:
         return self.reader.measured()
 
     def prepare(self, traj: JointTrajectory, start: Measured) -> JointTrajectory:
-        return fit_limits(traj, self.robot, start.q, start.velocity, self.settings.max_stretch)
+        return fit_limits(traj, self.robot, start.q, start.velocity, self.settings.max_slowdown)
 
     def hold(self) -> None:
         # The joint trajectory controller holds position when its goal is cancelled.
