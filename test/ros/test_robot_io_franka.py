@@ -99,7 +99,11 @@ class FakeFranka:
     q: np.ndarray = field(default_factory=lambda: np.asarray(ROBOT.home, float))
     width: float = 0.08
     mode: str = "ok"  # ok | path_error | reject | hang
-    grasp_ok: bool = True
+    # the object between the fingers (m; None: nothing). A grasp stops on it and succeeds as
+    # libfranka's (include/franka/gripper.h: width - epsilon.inner < d < width +
+    # epsilon.outer); franka_gripper's server (src/gripper_action_server.cpp, executeCommand)
+    # aborts a goal whose result is not a success
+    object_width: float | None = None
     goals: list[Any] = field(default_factory=list)
     gripper_goals: list[tuple[str, Any]] = field(default_factory=list)
     cancels: int = 0
@@ -162,14 +166,18 @@ class FakeFranka:
     def _gripper(self, kind: str, gh: Any, action: Any) -> Any:
         self.gripper_goals.append((kind, gh.request))
         res = action.Result()
-        if kind == "grasp" and not self.grasp_ok:
-            res.success, res.error = False, "object not grasped: width outside epsilon"
-            self.width = 0.0
+        goal, obj = gh.request, self.object_width
+        if kind == "grasp":
+            stop = obj is not None and goal.width <= obj <= self.width
+            self.width = obj if stop else goal.width
+            res.success = (goal.width - goal.epsilon.inner < self.width
+                           < goal.width + goal.epsilon.outer)
+        else:
+            self.width, res.success = goal.width, True
+        if res.success:
             gh.succeed()
-            return res
-        self.width = gh.request.width
-        res.success = True
-        gh.succeed()
+        else:
+            gh.abort()
         return res
 
 
@@ -251,7 +259,7 @@ def _run(client: ActionClient, goal: ExecuteChunk.Goal, cancel_after: float | No
 
 def test_chunk_becomes_a_follow_joint_trajectory_goal_and_a_grasp(rig: tuple) -> None:
     fake, client, _ = rig
-    fake.mode, fake.grasp_ok, fake.width = "ok", True, 0.08
+    fake.mode, fake.object_width, fake.width = "ok", 0.03, 0.08
     fake.goals.clear()
     fake.gripper_goals.clear()
     q0 = fake.q.copy()
@@ -262,11 +270,21 @@ def test_chunk_becomes_a_follow_joint_trajectory_goal_and_a_grasp(rig: tuple) ->
     assert len(goal.trajectory.points) == 4
     assert goal.trajectory.points[3].positions[0] == pytest.approx(q0[0] + 0.08)
     t = goal.trajectory.points[2].time_from_start
-    assert t.sec + t.nanosec * 1e-9 == pytest.approx(3 / 15, abs=1e-6)
+    # 0.3 rad/s from rest: the first segment is slowed to fit 10 rad/s^2, the rest keep pace
+    t2 = t.sec + t.nanosec * 1e-9
+    assert 3 / 15 < t2 < 3 / 15 + 0.1
+    # velocities and accelerations make the controller interpolate quintically
+    # (ros2_controllers joint_trajectory_controller/doc/trajectory.rst), at rest at the end
+    for p in goal.trajectory.points:
+        assert len(p.velocities) == 7 and len(p.accelerations) == 7
+    assert goal.trajectory.points[1].velocities[0] == pytest.approx(0.3, rel=0.2)
+    assert list(goal.trajectory.points[3].velocities) == [0.0] * 7
     kinds = [(k, round(g.width, 3)) for k, g in fake.gripper_goals]
     assert kinds == [("grasp", 0.02)]  # closing -> grasp; unchanged width -> nothing
     grasp = fake.gripper_goals[0][1]
-    assert grasp.force == 20.0 and grasp.epsilon.outer == pytest.approx(0.08)
+    assert grasp.force == 20.0 and grasp.epsilon.inner == pytest.approx(0.005)
+    assert grasp.epsilon.outer == pytest.approx(0.065)  # up to where the fingers started
+    assert fake.width == pytest.approx(0.03)  # held
     assert res.points_executed == 4 and res.max_joint_error < 0.05
     # opening again is a plain move
     fake.gripper_goals.clear()
@@ -294,14 +312,29 @@ def test_rejected_trajectory_maps_to_failed(rig: tuple) -> None:
     assert "rejected the trajectory" in res.message
 
 
-def test_grasp_failure_maps_to_failed(rig: tuple) -> None:
+def test_grasp_closing_on_an_object_succeeds(rig: tuple) -> None:
+    """The policies' close: a width ramp to 0 ("on whatever is there") is one grasp."""
     fake, client, _ = rig
-    fake.mode, fake.grasp_ok, fake.width = "ok", False, 0.08
+    fake.mode, fake.object_width = "ok", 0.042
+    res = _run(client, _goal(fake, [0.0], widths=[0.08]))  # open first
+    assert res.status == ExecuteChunk.Result.STATUS_SUCCEEDED, res.message
+    fake.gripper_goals.clear()
+    res = _run(client, _goal(fake, [0.0] * 4, widths=[0.06, 0.04, 0.02, 0.0]))
+    assert res.status == ExecuteChunk.Result.STATUS_SUCCEEDED, res.message
+    assert [(k, round(g.width, 3)) for k, g in fake.gripper_goals] == [("grasp", 0.0)]
+    assert res.final_gripper_width == pytest.approx(0.042, abs=1e-6)
+
+
+def test_missed_grasp_maps_to_failed(rig: tuple) -> None:
+    fake, client, _ = rig
+    fake.mode, fake.object_width = "ok", None
+    res = _run(client, _goal(fake, [0.0], widths=[0.08]))  # open first
+    assert res.status == ExecuteChunk.Result.STATUS_SUCCEEDED, res.message
     res = _run(client, _goal(fake, [0.0, 0.0], widths=[0.0, 0.0]))
-    fake.grasp_ok = True
     assert res.status == ExecuteChunk.Result.STATUS_FAILED
-    assert res.message == ("gripper grasp to 0.000 m failed: object not grasped: width outside "
-                           "epsilon")
+    assert res.message == ("gripper grasp to 0.000 m missed: the fingers closed to 0.000 m with "
+                           "nothing between them")
+    fake.width = 0.08
 
 
 def test_cancel_cancels_the_controller_goal(rig: tuple) -> None:
