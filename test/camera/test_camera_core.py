@@ -8,8 +8,9 @@ import imageio.v2 as imageio
 import numpy as np
 import pytest
 
-from mango.camera import FilesSource, load_calibration, open_source
+from mango.camera import FilesSource, Frame, FrameFitter, load_calibration, open_source
 from mango.errors import InputError
+from mango.imaging import letterbox, resize_with_pad
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "config" / "cameras" / "example_640x480.yaml"
@@ -106,14 +107,69 @@ def test_opencv_source_that_cannot_open_is_an_input_error(tmp_path: Path) -> Non
         open_source("opencv", str(tmp_path / "junk.mp4"))
 
 
-def test_calibration_file_and_scaling() -> None:
+def test_calibration_file_and_letterboxing() -> None:
     cal = load_calibration(EXAMPLE)
     assert (cal.image_width, cal.image_height) == (640, 480)
     assert cal.k == [615.0, 0.0, 320.0, 0.0, 615.0, 240.0, 0.0, 0.0, 1.0]
     assert cal.d == [0.05, -0.1, 0.0, 0.0, 0.0] and cal.distortion_model == "plumb_bob"
-    half = cal.scaled(320, 240)
-    assert half.k[0] == pytest.approx(307.5) and half.k[5] == pytest.approx(120.0)
-    assert half.p[2] == pytest.approx(160.0)
+    # same aspect: a plain rescale about pixel centres, u' = (u + 0.5) s - 0.5
+    half = cal.letterboxed(320, 240)
+    assert half.k == pytest.approx([307.5, 0, 159.75, 0, 307.5, 119.75, 0, 0, 1])
+    # 640x480 into 224x224 the way openpi's client does it (openpi
+    # packages/openpi-client/src/openpi_client/image_tools.py): 224x168, 28 rows above
+    sq = cal.letterboxed(224, 224)
+    s = 224 / 640
+    assert (sq.image_width, sq.image_height) == (224, 224)
+    assert sq.k == pytest.approx([615 * s, 0, 320.5 * s - 0.5, 0, 615 * s,
+                                  240.5 * s - 0.5 + 28, 0, 0, 1])
+    assert sq.p == pytest.approx([*sq.k[:3], 0, *sq.k[3:6], 0, 0, 0, 1, 0])
+    assert sq.d == cal.d and sq.r == cal.r  # act on normalised coordinates: unchanged
+
+
+def test_letterbox_geometry_matches_the_resized_pixels() -> None:
+    box = letterbox(480, 640, 224, 224)
+    assert (box.inner_width, box.inner_height, box.left, box.top) == (224, 168, 0, 28)
+    assert letterbox(720, 1280, 224, 224).top == 49  # int((224 - 126) / 2)
+    tall = letterbox(224, 224, 180, 320)
+    assert (tall.inner_width, tall.left, tall.top) == (180, 70, 0)
+    # a single bright source pixel lands where `point` says (nearest: exactly one pixel)
+    img = np.zeros((12, 16), np.uint8)
+    img[7, 3] = 255
+    out = resize_with_pad(img, 40, 40, interpolation="nearest")  # 2.5x, 5 rows above
+    b = letterbox(12, 16, 40, 40)
+    u, v = b.point(3, 7)
+    ys, xs = np.nonzero(out)
+    assert abs(xs.mean() - u) <= 0.5 and abs(ys.mean() - v) <= 0.5
+    # K maps like `point`: project the optical axis (the principal point)
+    k = [50.0, 0, 20.0, 0, 50.0, 11.0, 0, 0, 1]
+    k2 = b.camera_matrix(k)
+    assert (k2[2], k2[5]) == pytest.approx(b.point(20.0, 11.0))
+    assert b.camera_matrix([0.0] * 9) == [0.0] * 9  # uncalibrated stays uncalibrated
+
+
+def test_frame_fitter_letterboxes_depth_with_nearest_and_keeps_calibration() -> None:
+    cal = load_calibration(EXAMPLE)
+    rgb = np.zeros((480, 640, 3), np.uint8)
+    rgb[:, 320:] = 200
+    depth = np.where(np.arange(640)[None, :] < 320, 1.0, 2.0).astype(np.float32)
+    depth = np.repeat(depth, 480, axis=0)
+    fitted = FrameFitter(224, 224, cal).fit(Frame(rgb, depth))
+    assert fitted.rgb.shape == (224, 224, 3) and fitted.depth.shape == (224, 224)
+    body = fitted.depth[28:196]
+    assert set(np.unique(body).tolist()) == {1.0, 2.0}  # no blended 1.5 m surface
+    assert np.isnan(fitted.depth[:28]).all() and np.isnan(fitted.depth[196:]).all()
+    assert fitted.calibration == cal.letterboxed(224, 224)
+    # bright RGB and far depth start at the same column
+    assert int(np.argmax(fitted.rgb[100, :, 0] > 100)) == int(np.argmax(body[72] > 1.5))
+    # frames of another aspect than the calibration's are published uncalibrated
+    assert FrameFitter(0, 0, cal).fit(Frame(np.zeros((100, 100, 3), np.uint8))).calibration \
+        is None
+    assert FrameFitter(0, 0, cal).fit(Frame(np.zeros((240, 320, 3), np.uint8))).calibration \
+        == cal.letterboxed(320, 240)
+    with pytest.raises(InputError, match="aligned"):
+        FrameFitter(0, 0).fit(Frame(rgb, depth[:100]))
+    with pytest.raises(InputError, match="both width and height"):
+        FrameFitter(224, 0)
 
 
 @pytest.mark.parametrize(
