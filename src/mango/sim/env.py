@@ -98,6 +98,7 @@ class SimEnv:
         self.shadows = shadows
         self._renderers: dict[tuple[int, int, int], mujoco.Renderer] = {}
         self._seg_lut = self._segmentation_lut()
+        self.last_render_time = 0.0
         self._target = np.zeros(8)
         self._ik: IKSolver | None = None
         self._seed = seed
@@ -378,7 +379,8 @@ class SimEnv:
     def render(
         self, camera: str, *, rgb: bool = True, depth: bool = True, seg: bool = True
     ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-        """RGB (HxWx3 uint8), depth in metres (HxW float32) and entity labels (HxW int32)."""
+        """RGB (HxWx3 uint8), depth in metres (HxW float32) and entity labels (HxW int32) of the
+        scene at sim time `last_render_time` (the images' acquisition time)."""
         if camera not in {self.model.camera(i).name for i in range(self.model.ncam)}:
             raise InputError(f"unknown camera '{camera}'")
         with self._render_lock:
@@ -386,6 +388,7 @@ class SimEnv:
             try:
                 with self.lock:
                     r.update_scene(self.data, camera=camera)
+                    self.last_render_time = float(self.data.time)
                 r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = int(self.shadows)
                 r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
                 out_rgb = out_depth = out_seg = None
