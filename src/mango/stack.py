@@ -4,6 +4,11 @@ One source of truth for bringing a system up: `launch/*.launch.py` turn a stack 
 `Node` actions on a system ROS 2, and `mango bringup` starts the same nodes as processes where
 launch_ros does not exist. `$(share)` in a string parameter is the package share directory
 (the repository root in a checkout), so paths work in both places.
+
+`use_sim_time: true` on a stack gives every node that parameter (rclpy's standard one: the
+node's clock follows `/clock`) unless the node sets it itself, so all stamps the stack makes
+come from the simulator's clock. Under a namespace (`in_namespace`) such a stack also moves
+`/clock` into it: two simulations on one ROS domain then keep their own time.
 """
 
 from __future__ import annotations
@@ -12,11 +17,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mango.yaml_files import load_yaml_model
 
 PACKAGE = "mango_ros"
+CLOCK_TOPIC = "/clock"  # rclpy's TimeSource subscribes to this absolute name
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ParamValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
@@ -58,6 +64,7 @@ class Stack(BaseModel):
 
     name: str
     description: str = ""
+    use_sim_time: bool = False
     nodes: list[StackNode]
 
     @field_validator("nodes")
@@ -72,6 +79,23 @@ class Stack(BaseModel):
         if not v:
             raise ValueError("a stack needs at least one node")
         return v
+
+    @model_validator(mode="after")
+    def _sim_time(self) -> Stack:
+        if self.use_sim_time:
+            for n in self.nodes:
+                n.parameters.setdefault("use_sim_time", True)
+        return self
+
+    def in_namespace(self, namespace: str) -> Stack:
+        """A copy with every node under `namespace`; a sim-time stack's `/clock` with them."""
+        nodes = []
+        for n in self.nodes:
+            n = n.model_copy(update={"namespace": namespace, "remappings": dict(n.remappings)})
+            if self.use_sim_time and n.namespace:
+                n.remappings.setdefault(CLOCK_TOPIC, f"{n.namespace}{CLOCK_TOPIC}")
+            nodes.append(n)
+        return self.model_copy(update={"nodes": nodes})
 
     def resolved(self, share: str | Path) -> Stack:
         """A copy with `$(share)` replaced in every string parameter."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from rclpy.node import Node
-from sensor_msgs.msg import Image, JointState
+from sensor_msgs.msg import CameraInfo, Image, JointState
 from support.ros import Processes, call_service, wait_for
 
 from mango.ros.images import image_to_numpy
@@ -23,18 +23,32 @@ def test_sim_node_services_and_topics(ros_node: Node, processes: Processes,
     states: list[WorldState] = []
     joints: list[JointState] = []
     images: list[Image] = []
+    infos: list[CameraInfo] = []
+    ros_node.create_subscription(CameraInfo, f"{namespace}/camera/front/camera_info",
+                                 infos.append, 5)
     ros_node.create_subscription(WorldState, f"{namespace}/world_state", states.append, 100)
     ros_node.create_subscription(JointState, f"{namespace}/joint_states", joints.append, 100)
     ros_node.create_subscription(Image, f"{namespace}/camera/front/image_raw", images.append, 5)
     processes.start("sim", "mango.nodes.sim_node", "-r", f"__ns:={namespace}",
                     "-p", f"scene:={SCENE}", "-p", "real_time_factor:=0.0",
                     "-p", "camera_rate:=5.0", "-p", "cameras:=['front']")
-    wait_for(lambda: len(states) > 5 and joints and images, timeout=60, what="sim topics")
+    wait_for(lambda: len(states) > 5 and joints and images and infos, timeout=60,
+             what="sim topics")
     state = msg_to_state(states[-1])
     assert "black_book_1" in state.objects and state.gripper is not None
     assert list(joints[-1].name[:7]) == [f"fr3_joint{i}" for i in range(1, 8)]
     rgb = image_to_numpy(images[-1])
     assert rgb.shape == (224, 224, 3) and rgb.std() > 1.0  # a rendered scene, not a blank
+    # CameraInfo describes that image (sensor_msgs/msg/CameraInfo.msg, ros2/common_interfaces):
+    # its size, and K = P[:, :3] with square pixels (MuJoCo's fovy spans the height) about the
+    # image centre in pixel-centre coordinates; test/sim/test_camera_projection.py checks the
+    # same intrinsics against rendered pixels
+    info = infos[-1]
+    assert (info.width, info.height, info.header.frame_id) == (224, 224, "front_camera")
+    f = float(info.k[0])
+    assert list(info.k) == pytest.approx([f, 0, 111.5, 0, f, 111.5, 0, 0, 1])
+    assert list(info.p) == pytest.approx([f, 0, 111.5, 0, 0, f, 111.5, 0, 0, 0, 1, 0])
+    assert info.distortion_model == "plumb_bob" and not any(info.d)
 
     # A joint command moves the arm there.
     target = np.asarray(joints[-1].position[:7]) + 0.1

@@ -33,7 +33,7 @@ def _project(env: SimEnv, camera: str, point: np.ndarray) -> tuple[int, int, flo
     z = -pc[2]
     u = info.cx + info.fx * pc[0] / z
     v = info.cy - info.fy * pc[1] / z
-    return int(u), int(v), float(z)
+    return round(u), round(v), float(z)
 
 
 def test_shapes_types_and_intrinsics(env: SimEnv) -> None:
@@ -43,7 +43,8 @@ def test_shapes_types_and_intrinsics(env: SimEnv) -> None:
     assert seg.shape == (120, 160) and seg.dtype == np.int32
     info = env.camera_info("front")
     fovy = env.model.cam_fovy[mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_CAMERA, "front")]
-    assert (info.width, info.height, info.cx, info.cy) == (160, 120, 80.0, 60.0)
+    # pixel centres at integer coordinates (OpenCV/ROS): the image centre is (W-1)/2, (H-1)/2
+    assert (info.width, info.height, info.cx, info.cy) == (160, 120, 79.5, 59.5)
     assert math.isclose(info.fy, 60.0 / math.tan(math.radians(fovy) / 2))
     assert info.fx == info.fy
     w_rgb, w_depth, _ = env.render("wrist")
@@ -72,7 +73,7 @@ def test_depth_is_metric_and_segmentation_names_entities(env: SimEnv) -> None:
     pos = env.data.cam_xpos[cid]
     rot = env.data.cam_xmat[cid].reshape(3, 3)
     info = env.camera_info("front")
-    ray_c = np.array([(u0 + 0.5 - info.cx) / info.fx, -(v0 + 0.5 - info.cy) / info.fy, -1.0])
+    ray_c = np.array([(u0 - info.cx) / info.fx, -(v0 - info.cy) / info.fy, -1.0])
     ray_w = rot @ ray_c
     t = (env.scene.table.height - pos[2]) / ray_w[2]  # depth along the axis = t (ray_c z = -1)
     assert abs(float(depth[v0, u0]) - t) < 0.02

@@ -12,6 +12,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from mango.imaging import letterbox
 from mango.yaml_files import load_yaml_model
 
 
@@ -71,18 +72,20 @@ class CameraCalibration(BaseModel):
         k = self.k
         return [k[0], k[1], k[2], 0.0, k[3], k[4], k[5], 0.0, k[6], k[7], k[8], 0.0]
 
-    def scaled(self, width: int, height: int) -> CameraCalibration:
-        """The intrinsics for frames resized to width x height."""
-        sx, sy = width / self.image_width, height / self.image_height
-        k = self.k
-        k2 = [k[0] * sx, k[1], k[2] * sx, k[3], k[4] * sy, k[5] * sy, 0.0, 0.0, 1.0]
-        p = self.p
-        p2 = [p[0] * sx, p[1], p[2] * sx, p[3] * sx, p[4], p[5] * sy, p[6] * sy, p[7],
-              p[8], p[9], p[10], p[11]]
+    def letterboxed(self, width: int, height: int) -> CameraCalibration:
+        """The calibration of frames fitted into width x height by `resize_with_pad` (scale
+        kept, padding around): K and P follow `mango.imaging.Letterbox`; D and R do not
+        change (they act on normalised coordinates). Same aspect: a plain rescale."""
+        box = letterbox(self.image_height, self.image_width, height, width)
         return self.model_copy(update={
             "image_width": width, "image_height": height,
-            "camera_matrix": Matrix(rows=3, cols=3, data=k2),
-            "projection_matrix": Matrix(rows=3, cols=4, data=p2)})
+            "camera_matrix": Matrix(rows=3, cols=3, data=box.camera_matrix(self.k)),
+            "projection_matrix": Matrix(rows=3, cols=4, data=box.camera_matrix(self.p))})
+
+    def same_aspect(self, width: int, height: int) -> bool:
+        """Frames of width x height can be this camera binned or scaled (aspect within a
+        pixel); another aspect means another sensor mode, which this calibration is not for."""
+        return abs(width * self.image_height / self.image_width - height) <= 1.0
 
 
 def load_calibration(path: str | Path) -> CameraCalibration:

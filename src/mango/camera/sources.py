@@ -1,7 +1,7 @@
 """Frame sources behind one protocol, chosen by name: `files` (a folder of images or a video,
-looping), `opencv` (a device index or a stream URL; optional `opencv-python`), `realsense`
-(colour + aligned depth; optional `pyrealsense2`). Optional packages are imported only when
-their source is opened, with a clear error when missing.
+looping), `opencv` (a device index, a stream URL or a video file; `opencv-python-headless`, a
+dependency), `realsense` (colour + aligned depth; optional `pyrealsense2`). Packages are
+imported only when their source is opened (cv2 is heavy), with a clear error when missing.
 """
 
 from __future__ import annotations
@@ -92,7 +92,8 @@ class FilesSource:
 
 
 class OpenCVSource:
-    """A camera device index ("0") or a stream URL through OpenCV's VideoCapture."""
+    """A camera device index ("0"), a stream URL or a video file through OpenCV's VideoCapture
+    (a file ends: `read` then returns None)."""
 
     def __init__(self, source: str, width: int = 0, height: int = 0) -> None:
         try:

@@ -121,8 +121,7 @@ def run_episode(
         listeners.add("bag_recorder")
     else:
         keep = [n for n in nodes.values() if n.name != "bag_recorder"]
-    stack = stack.model_copy(update={"nodes": [n.model_copy(update={"namespace": ns})
-                                               for n in keep]})
+    stack = stack.model_copy(update={"nodes": keep}).in_namespace(ns)
 
     t_start = time.monotonic()
     feedback: list[Any] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import (
     DurabilityPolicy,
@@ -40,8 +41,11 @@ class BagRecorder(Node):
         self.writer = BagWriter(Path(out))
         self._subs: dict[str, object] = {}
         self._discover()
-        self.create_timer(p["discovery_period"], self._discover)
-        self.create_timer(0.2, self.writer.flush)
+        # housekeeping on the steady clock: with use_sim_time a stopped (or not yet started)
+        # simulation would otherwise stop discovery and flushing
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(p["discovery_period"], self._discover, clock=steady)
+        self.create_timer(0.2, self.writer.flush, clock=steady)
         self.get_logger().info(
             f"recording {sorted(self._wanted) or 'all topics'} to {out}")
 

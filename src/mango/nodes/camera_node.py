@@ -3,8 +3,10 @@
 
 Parameters: `backend` (files|opencv|realsense), `source` (folder, video, device index, URL or
 RealSense serial), `rate`, `loop` (files), `width`/`height` (0 = the source's size; frames are
-resized and the intrinsics scaled), `calibration_file` (ROS calibration YAML; without one,
-CameraInfo carries K = 0, ROS's "uncalibrated"), `frame_id`, `depth` (realsense).
+letterboxed to it, depth with nearest-neighbour, and the intrinsics follow: scale and padding
+offset, `mango.camera.FrameFitter`), `calibration_file` (ROS calibration YAML for the captured
+size or its aspect; without one, CameraInfo carries K = 0, ROS's "uncalibrated"), `frame_id`,
+`depth` (realsense).
 """
 
 from __future__ import annotations
@@ -12,16 +14,14 @@ from __future__ import annotations
 import threading
 import time
 
-import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
-from mango.camera import CameraCalibration, Frame, load_calibration, open_source
+from mango.camera import Frame, FrameFitter, load_calibration, open_source
 from mango.errors import InputError
-from mango.imaging import resize_with_pad
 from mango.nodes.common import Param, declare_parameters, rate_param, run_node
-from mango.ros.images import numpy_to_image
+from mango.ros.images import calibration_info, numpy_to_image
 
 
 class CameraNode(Node):
@@ -38,8 +38,9 @@ class CameraNode(Node):
         self.period = 1.0 / float(p["rate"])
         self.size = (int(p["width"]), int(p["height"]))
         self.frame_id = p["frame_id"]
-        self.calibration: CameraCalibration | None = (
-            load_calibration(p["calibration_file"]) if p["calibration_file"] else None)
+        calibration = (load_calibration(p["calibration_file"]) if p["calibration_file"]
+                       else None)
+        self.fitter = FrameFitter(*self.size, calibration)
         self.source = open_source(p["backend"], p["source"], loop=bool(p["loop"]),
                                   width=self.size[0], height=self.size[1],
                                   depth=bool(p["depth"]))
@@ -53,33 +54,19 @@ class CameraNode(Node):
         self._thread.start()
         self.get_logger().info(f"{p['backend']} camera {p['source']} at {p['rate']:g} Hz")
 
-    def _info(self, width: int, height: int) -> CameraInfo:
-        info = self._info_cache.get((width, height))
-        if info is None:
-            info = CameraInfo(width=width, height=height)
-            cal = self.calibration
-            if cal is not None:
-                if (cal.image_width, cal.image_height) != (width, height):
-                    cal = cal.scaled(width, height)
-                info.distortion_model = cal.distortion_model
-                info.k, info.d, info.r, info.p = cal.k, cal.d, cal.r, cal.p
-            self._info_cache[(width, height)] = info
-        return info
-
     def publish(self, frame: Frame) -> None:
-        rgb = frame.rgb
-        w, h = self.size
-        if w and h and rgb.shape[:2] != (h, w):
-            rgb = resize_with_pad(rgb, h, w)
+        fitted = self.fitter.fit(frame)
         header = Header(frame_id=self.frame_id)
         header.stamp = self.get_clock().now().to_msg()
-        self.image_pub.publish(numpy_to_image(rgb, "rgb8", header))
-        info = self._info(rgb.shape[1], rgb.shape[0])
+        self.image_pub.publish(numpy_to_image(fitted.rgb, "rgb8", header))
+        h, w = fitted.rgb.shape[:2]
+        info = self._info_cache.get((w, h))
+        if info is None:
+            info = self._info_cache[(w, h)] = calibration_info(fitted.calibration, w, h)
         info.header = header
         self.info_pub.publish(info)
-        if self.depth_pub is not None and frame.depth is not None:
-            self.depth_pub.publish(numpy_to_image(frame.depth.astype(np.float32), "32FC1",
-                                                  header))
+        if self.depth_pub is not None and fitted.depth is not None:
+            self.depth_pub.publish(numpy_to_image(fitted.depth, "32FC1", header))
         self.frames += 1
 
     def _loop(self) -> None:

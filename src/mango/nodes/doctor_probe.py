@@ -19,7 +19,7 @@ from typing import Any
 PING_RECORD: dict[str, Any] = {
     "t": 12.345678901,
     "objects": {
-        "alphabet_soup_1": {"position": [0.1, 0.2, 0.93], "orientation": [0.0, 0.0, 0.0, 1.0],
+        "alphabet_soup_1": {"position": [0.1, 0.2, 0.93], "orientation": [1.0, 0.0, 0.0, 0.0],
                             "size": [0.07, 0.07, 0.1], "kind": "object"},
         "basket_1_contain_region": {"position": [0.3, -0.1, 0.9], "size": [0.2, 0.2, 0.1],
                                     "kind": "region", "parent": "basket_1"},

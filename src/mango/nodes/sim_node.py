@@ -75,7 +75,8 @@ class SimNode(Node):
 
         self.js_pub = self.create_publisher(JointState, "joint_states", 10)
         self.ws_pub = self.create_publisher(WorldStateMsg, "world_state", 100)
-        self.clock_pub = self.create_publisher(Clock, "/clock", 10)
+        # deep: a recorder a moment behind must not lose ticks (bags are checked against them)
+        self.clock_pub = self.create_publisher(Clock, "/clock", 100)
         self.cam_pubs: dict[str, tuple[Any, Any, Any]] = {
             c: (self.create_publisher(Image, f"camera/{c}/image_raw", 5),
                 self.create_publisher(Image, f"camera/{c}/depth", 5),
@@ -198,7 +199,8 @@ class SimNode(Node):
             for name, (rgb_pub, depth_pub, info_pub) in self.cam_pubs.items():
                 rgb, depth, _ = env.render(name, seg=False)
                 header = Header(frame_id=f"{name}_camera")
-                header.stamp.sec, header.stamp.nanosec = stamp_from_seconds(env.time)
+                # acquisition time (CameraInfo.msg): the physics state drawn, not after drawing
+                header.stamp.sec, header.stamp.nanosec = stamp_from_seconds(env.last_render_time)
                 ci = env.camera_info(name)
                 rgb_pub.publish(numpy_to_image(rgb, "rgb8", header))
                 depth_pub.publish(numpy_to_image(depth, "32FC1", header))

@@ -7,6 +7,7 @@ import numpy as np
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
+from mango.camera import CameraCalibration
 from mango.errors import InputError
 
 # encoding -> (dtype, channels)
@@ -59,3 +60,17 @@ def camera_info(width: int, height: int, fx: float, fy: float, cx: float, cy: fl
         d=d, k=[fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0],
         r=[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
         p=[fx, 0.0, cx, 0.0, 0.0, fy, cy, 0.0, 0.0, 0.0, 1.0, 0.0])
+
+
+def calibration_info(cal: CameraCalibration | None, width: int, height: int,
+                     header: Header | None = None) -> CameraInfo:
+    """The `CameraInfo` of a width x height image with calibration `cal` (already fitted to
+    that size); None leaves D, K, R, P zero, which CameraInfo.msg defines as uncalibrated."""
+    info = CameraInfo(header=header or Header(), width=width, height=height)
+    if cal is not None:
+        if (cal.image_width, cal.image_height) != (width, height):
+            raise ValueError(f"calibration for {cal.image_width}x{cal.image_height} given "
+                             f"for a {width}x{height} image")
+        info.distortion_model = cal.distortion_model
+        info.k, info.d, info.r, info.p = cal.k, cal.d, cal.r, cal.p
+    return info

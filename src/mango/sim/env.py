@@ -42,7 +42,8 @@ GRIPPER_FINGERS = ("robot_left_finger", "robot_right_finger")
 
 @dataclass(frozen=True)
 class CameraInfo:
-    """Pinhole intrinsics of a rendered camera (pixels)."""
+    """Pinhole intrinsics of a rendered camera, in pixels, with pixel centres at integer
+    coordinates (OpenCV/ROS): MuJoCo's image centre is then ((W - 1) / 2, (H - 1) / 2)."""
 
     name: str
     width: int
@@ -51,6 +52,16 @@ class CameraInfo:
     fy: float
     cx: float
     cy: float
+
+    @property
+    def k(self) -> list[float]:
+        """Row-major 3x3 camera matrix (sensor_msgs/CameraInfo K)."""
+        return [self.fx, 0.0, self.cx, 0.0, self.fy, self.cy, 0.0, 0.0, 1.0]
+
+
+# ROS optical frame (REP 103: z forward, x right, y down) in MuJoCo's camera frame (x right,
+# y up, looking along -z).
+_OPTICAL_IN_MJ_CAMERA = np.diag([1.0, -1.0, -1.0])
 
 
 class SimEnv:
@@ -87,6 +98,7 @@ class SimEnv:
         self.shadows = shadows
         self._renderers: dict[tuple[int, int, int], mujoco.Renderer] = {}
         self._seg_lut = self._segmentation_lut()
+        self.last_render_time = 0.0
         self._target = np.zeros(8)
         self._ik: IKSolver | None = None
         self._seed = seed
@@ -330,14 +342,29 @@ class SimEnv:
         """Entity id of each segmentation label (label -1 is background)."""
         return list(self.built.seg_ids)
 
-    def camera_info(self, name: str) -> CameraInfo:
+    def _camera_id(self, name: str) -> int:
         cid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_CAMERA, name)
         if cid < 0:
             raise InputError(f"unknown camera '{name}'")
+        return int(cid)
+
+    def camera_info(self, name: str) -> CameraInfo:
+        """Intrinsics of `render(name)`: MuJoCo's `fovy` spans the image height, pixels are
+        square, and the optical axis goes through the image centre."""
+        cid = self._camera_id(name)
         fovy = math.radians(float(self.model.cam_fovy[cid]))
-        fy = (self.height / 2) / math.tan(fovy / 2)
-        return CameraInfo(name=name, width=self.width, height=self.height, fx=fy, fy=fy,
-                          cx=self.width / 2, cy=self.height / 2)
+        f = (self.height / 2) / math.tan(fovy / 2)
+        return CameraInfo(name=name, width=self.width, height=self.height, fx=f, fy=f,
+                          cx=(self.width - 1) / 2, cy=(self.height - 1) / 2)
+
+    def camera_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """World position and rotation matrix (columns: the frame's axes in world) of the
+        camera's ROS optical frame, the frame `camera_info` projects from."""
+        cid = self._camera_id(name)
+        with self.lock:
+            pos = self.data.cam_xpos[cid].copy()
+            rot = self.data.cam_xmat[cid].reshape(3, 3) @ _OPTICAL_IN_MJ_CAMERA
+        return pos, rot
 
     def _renderer(self) -> mujoco.Renderer:
         # one renderer, used by one thread at a time (`_render_lock`); its GL context is
@@ -352,7 +379,8 @@ class SimEnv:
     def render(
         self, camera: str, *, rgb: bool = True, depth: bool = True, seg: bool = True
     ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-        """RGB (HxWx3 uint8), depth in metres (HxW float32) and entity labels (HxW int32)."""
+        """RGB (HxWx3 uint8), depth in metres (HxW float32) and entity labels (HxW int32) of the
+        scene at sim time `last_render_time` (the images' acquisition time)."""
         if camera not in {self.model.camera(i).name for i in range(self.model.ncam)}:
             raise InputError(f"unknown camera '{camera}'")
         with self._render_lock:
@@ -360,6 +388,7 @@ class SimEnv:
             try:
                 with self.lock:
                     r.update_scene(self.data, camera=camera)
+                    self.last_render_time = float(self.data.time)
                 r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = int(self.shadows)
                 r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
                 out_rgb = out_depth = out_seg = None
