@@ -48,12 +48,19 @@ $(STAMPS)/interfaces: $(STAMPS)/deps $(INTERFACES)
 	  || { tail -20 build/cmake-install.log; exit 1; }
 	@touch $@
 
+# tf2_msgs (TFMessage, for /tf) has no wheel: built from interfaces/tf2_msgs into the venv,
+# unless a system ROS 2 provides it.
+TF2_MSGS := $(wildcard interfaces/tf2_msgs/*.* interfaces/tf2_msgs/msg/*.msg)
+$(STAMPS)/tf2_msgs: $(STAMPS)/deps $(TF2_MSGS) scripts/build_tf2_msgs.sh
+	$(ENV) bash scripts/build_tf2_msgs.sh $$VIRTUAL_ENV build/tf2_msgs
+	@touch $@
+
 $(STAMPS)/lib: $(STAMPS)/deps pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
 
 # Environment for local runs and tests: ament index, loopback DDS profile, offscreen GL.
-$(STAMPS)/env: $(STAMPS)/interfaces $(STAMPS)/lib scripts/venv-env.sh
+$(STAMPS)/env: $(STAMPS)/interfaces $(STAMPS)/tf2_msgs $(STAMPS)/lib scripts/venv-env.sh
 	$(BIN)/python scripts/patch_activate.py $(VENV) scripts/venv-env.sh
 	@touch $@
 
