@@ -76,3 +76,18 @@ def test_the_tf_tree_joins_every_link_and_camera_to_the_fixed_frame(views_bag: P
             assert f not in seen, f"TF cycle through {f}"
             seen.append(f)
         assert f == fixed, f"{frame} is not joined to {fixed}: its chain ends at {f}"
+
+
+@pytest.mark.parametrize(("extra", "match"), [
+    ([], "needs a bag"),
+    (["--bag", "BAG", "--namespace", "/robot2"], "root namespace"),
+])
+def test_record_views_refuses_what_the_layouts_could_not_show(tmp_path: Path, extra: list[str],
+                                                              match: str) -> None:
+    args = [a.replace("BAG", str(tmp_path / "b")) for a in extra]
+    proc = subprocess.run(
+        [sys.executable, "-m", "mango.cli.main", "policy", "run", "--scene", SCENE,
+         "--record-views", *args], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert match in proc.stderr and "views" in proc.stderr
+    assert not (tmp_path / "b").exists()
