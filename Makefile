@@ -11,6 +11,9 @@ ENV    := . $(BIN)/activate &&
 
 REQS       := requirements/ros-runtime.txt requirements/ros-build.txt requirements/python.txt \
               requirements/constraints.txt $(wildcard requirements/extra.txt)
+# Wheels whose declared dependencies we do not want (franky-sim's simulator needs `pin`; we
+# only read its robot files).
+NODEPS     := requirements/no-deps.txt
 INTERFACES := $(wildcard msg/*.msg srv/*.srv action/*.action) CMakeLists.txt package.xml
 
 .PHONY: setup test lint demo bench clean doctor
@@ -28,10 +31,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip==25.3
 
-$(STAMPS)/deps: $(BIN)/python $(REQS)
+$(STAMPS)/deps: $(BIN)/python $(REQS) $(NODEPS)
 	@mkdir -p $(STAMPS)
 	$(BIN)/pip install -q --disable-pip-version-check -c requirements/constraints.txt \
 	  $(foreach r,$(filter-out requirements/constraints.txt,$(REQS)),-r $(r))
+	$(BIN)/pip install -q --disable-pip-version-check --no-deps -r $(NODEPS)
 	@touch $@
 
 # The interfaces are generated with the wheels' rosidl/ament tooling into the venv prefix.
@@ -48,12 +52,19 @@ $(STAMPS)/interfaces: $(STAMPS)/deps $(INTERFACES)
 	  || { tail -20 build/cmake-install.log; exit 1; }
 	@touch $@
 
+# tf2_msgs (TFMessage, for /tf) has no wheel: built from interfaces/tf2_msgs into the venv,
+# unless a system ROS 2 provides it.
+TF2_MSGS := $(wildcard interfaces/tf2_msgs/*.* interfaces/tf2_msgs/msg/*.msg)
+$(STAMPS)/tf2_msgs: $(STAMPS)/deps $(TF2_MSGS) scripts/build_tf2_msgs.sh
+	$(ENV) bash scripts/build_tf2_msgs.sh $$VIRTUAL_ENV build/tf2_msgs
+	@touch $@
+
 $(STAMPS)/lib: $(STAMPS)/deps pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
 
 # Environment for local runs and tests: ament index, loopback DDS profile, offscreen GL.
-$(STAMPS)/env: $(STAMPS)/interfaces $(STAMPS)/lib scripts/venv-env.sh
+$(STAMPS)/env: $(STAMPS)/interfaces $(STAMPS)/tf2_msgs $(STAMPS)/lib scripts/venv-env.sh
 	$(BIN)/python scripts/patch_activate.py $(VENV) scripts/venv-env.sh
 	@touch $@
 
@@ -71,7 +82,7 @@ test: setup
 	$(ENV) ruff check src test bench scripts
 	$(ENV) python -m pytest -q
 
-demo: setup  ## SCENE=, SEED=, FAULT=KIND@WHEN
+demo: setup  ## SCENE=, SEED=, FAULT=KIND@WHEN, VIEWS=1
 	$(ENV) bash scripts/demo.sh
 
 bench: setup

@@ -18,6 +18,9 @@ def demo(
     seed: Annotated[int, typer.Option()] = 0,
     fault: Annotated[str, typer.Option(help="Inject a fault: KIND@WHEN (e.g. drop@0.5).")] = "",
     out: Annotated[Path | None, typer.Option(help="Output folder (bag, report).")] = None,
+    record_views: Annotated[bool, typer.Option(
+        "--record-views", help="Also record what the rviz/Foxglove layouts show (cameras, "
+        "markers, tf, robot_description), in the root namespace.")] = False,
 ) -> None:
     """Run a LIBERO-10 task through RunPolicy -> ExecuteChunk -> sim; the oracle judges it live.
 
@@ -34,7 +37,7 @@ def demo(
     console = Console()
     out = out or Path("out") / f"demo_{time.strftime('%Y%m%d_%H%M%S')}"
     try:
-        result = run_demo(scene, seed, fault, out, console)
+        result = run_demo(scene, seed, fault, out, console, views=record_views)
     except InputError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(2) from None

@@ -31,6 +31,9 @@ def run(
         help="Fault for the expert, KIND@WHEN (e.g. drop@0.5, skip@1).")] = None,
     seed: Annotated[int, typer.Option(help="Scene seed.")] = 0,
     bag: Annotated[str | None, typer.Option(help="Record the run to this bag directory.")] = None,
+    record_views: Annotated[bool, typer.Option(
+        "--record-views", help="With --bag: also record what the rviz/Foxglove layouts show "
+        "(cameras, markers, tf, robot_description), in the root namespace.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the §6 report as JSON.")
                            ] = False,
     preset: Annotated[str | None, typer.Option(help="Observation preset (policy family).")
@@ -60,7 +63,7 @@ def run(
                "checkpoint": checkpoint}
     try:
         report = run_episode(Episode(scene, oracle, backend, fault, seed, bag, namespace,
-                                     options), output=out)
+                                     options, views=record_views), output=out)
     except InputError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(2) from None

@@ -59,14 +59,15 @@ def timeline(console: Console) -> Any:
 
 
 def run_demo(scene: str, seed: int = 0, fault: str = "", out_dir: Path | None = None,
-             console: Console | None = None) -> DemoResult:
+             console: Console | None = None, views: bool = False) -> DemoResult:
     console = console or Console()
     out_dir = Path(out_dir or "out/demo")
     out_dir.mkdir(parents=True, exist_ok=True)
     bag = out_dir / "bag"
     console.print(f"[bold]{scene}[/] (seed {seed}" + (f", fault {fault}" if fault else "")
                   + "): sim + control + expert policy + oracle node; steps as they happen:")
-    report = run_episode(Episode(scene, fault=fault or None, seed=seed, bag=str(bag)),
+    report = run_episode(Episode(scene, fault=fault or None, seed=seed, bag=str(bag),
+                                 views=views),
                          on_step=timeline(console))
     run = report.pop("run")
     report_file = out_dir / "report.json"

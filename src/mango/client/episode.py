@@ -6,10 +6,16 @@ with a bag, the recorder) under its own namespace, loads the oracle, resets the 
 time restarts, which starts the oracle's episode, so the live verdict and a replay of the
 bag's last episode see the same states), sends `RunPolicy` (→ `ExecuteChunk` → sim), waits,
 finishes the oracle and shuts everything down.
+
+`views=True` records what `config/rviz/mango.rviz` and `config/foxglove/mango_layout.json`
+show (cameras on, markers, `/tf`, `/tf_static`, `/robot_description`) and runs the stack in
+the root namespace: the layouts name topics without a run's random `/mango_<id>` prefix, so
+such a run must be the only one in its ROS domain.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -31,6 +37,10 @@ from mango_ros.msg import StepVerdict
 from mango_ros.srv import ResetScene
 
 POLICY_RATE = 15.0
+# What the rviz and Foxglove layouts show, recorded by a `views` run besides the stack's topics.
+VIEW_TOPICS = ("/oracle/markers", "/tf", "/tf_static", "/robot_description",
+               "/camera/front/image_raw", "/camera/wrist/image_raw", "/camera/front/depth",
+               "/camera/front/camera_info", "/camera/wrist/camera_info")
 
 
 class RunFailed(RuntimeError):
@@ -47,6 +57,7 @@ class Episode:
     bag: str | None = None
     namespace: str | None = None  # default: a fresh one
     options: dict[str, Any] = field(default_factory=dict)  # vla_node backend options
+    views: bool = False  # record what the layouts show, in the root namespace
 
 
 def _episode_only(
@@ -100,12 +111,20 @@ def run_episode(
     if not oracle_path.is_file():
         raise InputError("oracle file not found", file=str(oracle_path))
 
+    if episode.views:
+        if not episode.bag:
+            raise InputError("recording the views needs a bag to record to (--bag)",
+                             field="views")
+        if (episode.namespace or "").strip("/"):
+            raise InputError("the views are recorded in the root namespace, where the rviz and "
+                             "Foxglove layouts look for them: drop --namespace", field="views")
+        episode = dataclasses.replace(episode, namespace="")
     ns = episode.namespace if episode.namespace is not None else f"/mango_{uuid.uuid4().hex[:6]}"
     ns = "/" + ns.strip("/") if ns.strip("/") else ""
     stack = load_stack("sim")
     nodes = {n.name: n for n in stack.nodes}
     nodes["sim_node"].parameters.update(scene=str(scene_path), seed=episode.seed)
-    if entry.reads_world_state:
+    if entry.reads_world_state and not episode.views:
         nodes["sim_node"].parameters["camera_rate"] = 0.0  # nothing looks at the cameras
     vla = nodes["vla_node"].parameters
     vla.update(backend=episode.backend, scene=str(scene_path), fault=episode.fault or "")
@@ -117,6 +136,8 @@ def run_episode(
         rec = nodes["bag_recorder"].parameters
         rec["output"] = str(Path(episode.bag).resolve())
         rec["topics"] = [f"{ns}{t}" for t in rec["topics"]]  # type: ignore[union-attr]
+        if episode.views:
+            rec["topics"] = [*rec["topics"], *VIEW_TOPICS]
         keep = list(nodes.values())
         listeners.add("bag_recorder")
     else:

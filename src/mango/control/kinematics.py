@@ -43,10 +43,23 @@ _TCP_D = 0.1034  # Franka Hand: flange to the fingertip centre
 _TCP_YAW = -math.pi / 4
 
 
+FR3_ARM_JOINTS = tuple(f"fr3_joint{i}" for i in range(1, 8))
+
+
 def _dh(a: float, d: float, alpha: float, theta: float) -> np.ndarray:
     ca, sa, ct, st = math.cos(alpha), math.sin(alpha), math.cos(theta), math.sin(theta)
     return np.array([[ct, -st, 0, a], [st * ca, ct * ca, -sa, -d * sa],
                      [st * sa, ct * sa, ca, d * ca], [0, 0, 0, 1.0]])
+
+
+def fr3_joint_transform(joint: int, q: float) -> np.ndarray:
+    """fr3_link{joint-1} -> fr3_link{joint} at angle q (4x4): one row of the DH table.
+
+    With Craig's convention each row is exactly franka_description's joint (origin, then a
+    rotation about z), so the frames the robot state publisher broadcasts are the frames
+    control plans in.
+    """
+    return _dh(*_FR3_DH[joint - 1], float(q))
 
 
 class FR3Kinematics:
@@ -60,9 +73,11 @@ class FR3Kinematics:
         self._tcp = tcp
 
     def _transform(self, q: Sequence[float]) -> np.ndarray:
+        if len(q) != len(_FR3_DH):
+            raise ValueError(f"FR3 kinematics needs {len(_FR3_DH)} joint values, got {len(q)}")
         t = np.eye(4)
-        for (a, d, alpha), th in zip(_FR3_DH, q, strict=True):
-            t = t @ _dh(a, d, alpha, float(th))
+        for joint, th in enumerate(q, start=1):
+            t = t @ fr3_joint_transform(joint, th)
         return t @ self._tcp
 
     def fk(self, q: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:

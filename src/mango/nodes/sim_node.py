@@ -3,11 +3,15 @@
 Physics runs in real time (scaled by `real_time_factor`; 0 = as fast as possible) in its own
 thread, holding the latest `joint_command` targets, and publishes `joint_states`,
 `world_state` and `/clock` every `1/state_rate` s of sim time. Cameras render in another
-thread at `camera_rate`. `~/run_expert` runs the scene's scripted expert (optionally with a
-fault) to the end of the task and answers with the fault's ground truth; during it the world
-state is published after every 15 Hz action, exactly as `mango sim run` records it.
+thread at `camera_rate`; each camera's optical frame `<name>_camera` goes to `tf_static`
+(fixed in the world) or to `tf` with every frame (carried by the arm), and the robot's base
+frame (`base_frame`, the URDF's root) to `tf_static`, all children of `world` (the
+`robot_state_node` adds the arm's links under the base). `~/run_expert` runs the scene's
+scripted expert (optionally with a fault) to the end of the task and answers with the fault's
+ground truth; during it the world state is published after every 15 Hz action, exactly as
+`mango sim run` records it.
 Parameters: `scene`, `seed`, `joint_names`, `state_rate`, `camera_rate`, `cameras`,
-`image_width`, `image_height`, `real_time_factor`.
+`image_width`, `image_height`, `real_time_factor`, `base_frame`.
 """
 
 from __future__ import annotations
@@ -24,10 +28,13 @@ from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header
+from tf2_msgs.msg import TFMessage
 
+from mango.control.robot_state import FrameTransform
 from mango.errors import InputError
-from mango.nodes.common import Param, declare_parameters, rate_param, run_node
+from mango.nodes.common import Param, declare_parameters, latched_qos, rate_param, run_node
 from mango.ros.images import camera_info, numpy_to_image
+from mango.ros.tf_msg import tf_message
 from mango.ros.world_state_msg import WORLD_FRAME, stamp_from_seconds, state_to_msg
 from mango.sim.env import SimEnv
 from mango.sim.expert.policy import ExpertPolicy
@@ -63,13 +70,15 @@ class SimNode(Node):
             "state_rate": rate_param(100.0), "camera_rate": rate_param(10.0, off_allowed=True),
             "cameras": ["front", "wrist"], "image_width": size, "image_height": size,
             "real_time_factor": Param(1.0, lambda v: 0 <= v <= 100,
-                                      "0 (as fast as possible) to 100")})
+                                      "0 (as fast as possible) to 100"),
+            "base_frame": "base"})
         self.joint_names = tuple(p["joint_names"])
         self.cameras = tuple(c for c in p["cameras"] if c)
         self.image_size = (int(p["image_width"]), int(p["image_height"]))
         self.state_period = 1.0 / float(p["state_rate"])
         self.camera_rate = float(p["camera_rate"])
         self.rtf = float(p["real_time_factor"])
+        self.base_frame = str(p["base_frame"])
         self.seed = int(p["seed"])
         self.env = self._make_env(p["scene"], self.seed)
 
@@ -82,6 +91,9 @@ class SimNode(Node):
                 self.create_publisher(Image, f"camera/{c}/depth", 5),
                 self.create_publisher(CameraInfo, f"camera/{c}/camera_info", 5))
             for c in self.cameras}
+        self.tf_pub = self.create_publisher(TFMessage, "tf", 100)
+        self.tf_static_pub = self.create_publisher(TFMessage, "tf_static", latched_qos(1))
+        self._publish_static_frames()
         self.create_subscription(JointState, "joint_command", self._on_command, 10,
                                  callback_group=MutuallyExclusiveCallbackGroup())
         services = ReentrantCallbackGroup()  # they block until the physics thread is done
@@ -104,6 +116,25 @@ class SimNode(Node):
     def _make_env(self, scene: str, seed: int) -> SimEnv:
         return SimEnv(scene, seed=seed, cameras=self.cameras, image_size=self.image_size,
                       joint_names=self.joint_names)
+
+    def _frames(self, fixed: bool) -> list[FrameTransform]:
+        """world -> the base (fixed) and world -> each camera fixed in the world, or carried."""
+        env = self.env
+        out = []
+        if fixed:
+            pos, quat = env.robot_base_pose()
+            out.append(FrameTransform(WORLD_FRAME, self.base_frame, tuple(pos), tuple(quat)))
+        for name in self.cameras:
+            if env.camera_fixed(name) == fixed:
+                pos, quat = env.camera_pose(name)
+                out.append(FrameTransform(WORLD_FRAME, f"{name}_camera", tuple(pos),
+                                          tuple(quat)))
+        return out
+
+    def _publish_static_frames(self) -> None:
+        header = Header()
+        header.stamp.sec, header.stamp.nanosec = stamp_from_seconds(self.env.time)
+        self.tf_static_pub.publish(tf_message(self._frames(fixed=True), header.stamp))
 
     # ------------------------------------------------------------------ physics thread
 
@@ -196,6 +227,11 @@ class SimNode(Node):
         while self._running():
             next_t += period
             env = self.env
+            stamp = Header().stamp
+            stamp.sec, stamp.nanosec = stamp_from_seconds(env.time)
+            carried = self._frames(fixed=False)  # where the arm holds its cameras now
+            if carried:
+                self.tf_pub.publish(tf_message(carried, stamp))
             for name, (rgb_pub, depth_pub, info_pub) in self.cam_pubs.items():
                 rgb, depth, _ = env.render(name, seg=False)
                 header = Header(frame_id=f"{name}_camera")
@@ -234,6 +270,7 @@ class SimNode(Node):
             if request.scene and request.scene != self.env.scene.name:
                 old, self.env = self.env, self._make_env(request.scene, int(request.seed))
                 old.close()
+                self._publish_static_frames()
             else:
                 self.env.reset(int(request.seed))
             self._publish_state()

@@ -1,0 +1,93 @@
+"""`mango demo --record-views` (`make demo VIEWS=1`) writes a bag with everything the rviz and
+Foxglove layouts show: every topic the two files name (parsed from them), a TF tree joining
+every URDF link and camera frame to the layouts' fixed frame, and the robot description."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from support.layouts import fixed_frames, layout_topics
+
+from mango.bags import BagReader
+from mango.bags.types import default_types
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+SCENE = "libero10_book_caddy"  # the shortest expert run
+
+
+@pytest.fixture(scope="module")
+def views_bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("views") / "demo"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mango.cli.main", "demo", "--scene", SCENE, "--record-views",
+         "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run = json.loads((out / "report.json").read_text())["run"]
+    assert run["namespace"] == ""  # the layouts' topic names, unprefixed
+    return out / "bag"
+
+
+def test_every_topic_the_layouts_show_is_in_the_bag(views_bag: Path) -> None:
+    topics = BagReader(views_bag).topics()
+    wanted = layout_topics()
+    assert {"/oracle/markers", "/robot_description", "/camera/front/image_raw"} <= wanted
+    missing = sorted(t for t in wanted if topics.get(t, ("", 0))[1] == 0)
+    assert not missing, f"shown by the layouts but not recorded: {missing}"
+    assert topics["/tf"][0] == "tf2_msgs/msg/TFMessage"
+    assert topics["/robot_description"][0] == "std_msgs/msg/String"
+
+
+def test_the_tf_tree_joins_every_link_and_camera_to_the_fixed_frame(views_bag: Path) -> None:
+    types = default_types()
+    parent: dict[str, str] = {}
+    description = ""
+    image_frames: set[str] = set()
+    for m in BagReader(views_bag).messages({"/tf", "/tf_static", "/robot_description",
+                                            "/camera/front/image_raw",
+                                            "/camera/wrist/image_raw"}):
+        msg = types.deserialize(m.data, m.msgtype)
+        if m.topic == "/robot_description":
+            description = msg.data
+        elif m.topic.startswith("/camera"):
+            image_frames.add(msg.header.frame_id)
+        else:
+            for t in msg.transforms:
+                # one parent per frame, as tf2 requires
+                assert parent.setdefault(t.child_frame_id, t.header.frame_id) == \
+                    t.header.frame_id, t.child_frame_id
+    root = ET.fromstring(description)
+    links = {e.get("name") for e in root.findall("link")}
+    assert {"fr3_link0", "fr3_link7", "fr3_hand", "fr3_leftfinger"} <= links
+    for mesh in root.iter("mesh"):
+        assert Path(mesh.get("filename").removeprefix("file://")).is_file()
+    assert image_frames == {"front_camera", "wrist_camera"}
+    (fixed,) = fixed_frames()
+    for frame in links | image_frames:
+        seen, f = [frame], frame
+        while f in parent:
+            f = parent[f]
+            assert f not in seen, f"TF cycle through {f}"
+            seen.append(f)
+        assert f == fixed, f"{frame} is not joined to {fixed}: its chain ends at {f}"
+
+
+@pytest.mark.parametrize(("extra", "match"), [
+    ([], "needs a bag"),
+    (["--bag", "BAG", "--namespace", "/robot2"], "root namespace"),
+])
+def test_record_views_refuses_what_the_layouts_could_not_show(tmp_path: Path, extra: list[str],
+                                                              match: str) -> None:
+    args = [a.replace("BAG", str(tmp_path / "b")) for a in extra]
+    proc = subprocess.run(
+        [sys.executable, "-m", "mango.cli.main", "policy", "run", "--scene", SCENE,
+         "--record-views", *args], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert match in proc.stderr and "views" in proc.stderr
+    assert not (tmp_path / "b").exists()
