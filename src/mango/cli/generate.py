@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from mango.cli.outputs import output_dir, output_file, write_error
+from mango.cli.outputs import output_dir, output_file_in, write_error
 
 if TYPE_CHECKING:
     from mango.errors import InputError
@@ -144,7 +144,9 @@ def oracle(
     instruction: Annotated[str, typer.Option("--instruction", help="The instruction.")],
     scene: Annotated[Path, typer.Option("--scene", help="Scene objects JSON (spec §4).")],
     libraries: Annotated[Path, typer.Option("--libraries", help="Output dir of 'library'.")],
-    out: Annotated[Path, typer.Option("-o", "--out", help="Oracle JSON to write.")],
+    out: Annotated[str, typer.Option(
+        "-o", "--out", metavar="PATH",
+        help="Oracle JSON to write, or a folder (ends in / or exists) for INSTRUCTION.json.")],
     functions: FunctionsOpt = None,
     backend: BackendOpt = "offline",
     model: ModelOpt = None,
@@ -156,20 +158,20 @@ def oracle(
     """Module III: the fine-grained oracle of one instruction."""
     from mango.errors import InputError
     from mango.generation.models import load_scene_file, select_scene
-    from mango.generation.runner import load_libraries, run_oracle
+    from mango.generation.runner import load_libraries, run_oracle, slugify
 
     if not instruction.strip():
         _fail(InputError("the instruction is empty", field="--instruction"))
     try:
         entry = select_scene(load_scene_file(scene), instruction, str(scene))
         libs = load_libraries(libraries)
-        output_file(out, "oracle file")
+        path = output_file_in(out, f"{slugify(instruction).rstrip('_')}.json", "oracle file")
     except InputError as exc:
         _fail(exc)
     with _session(backend, model, opt, ablation, functions, quiet, max_iterations) as s:
-        run = _run_guarded(lambda: run_oracle(s, instruction, entry, libs, out))
+        run = _run_guarded(lambda: run_oracle(s, instruction, entry, libs, path))
     if not quiet:
-        sys.stderr.write(f"wrote {out} ({len(run.oracle.actions())} monitored actions, "
+        sys.stderr.write(f"wrote {path} ({len(run.oracle.actions())} monitored actions, "
                          f"{run.module3.iterations} iteration(s))\n")
     if not run.approved:
         sys.stderr.write(f"not approved: {run.module3.reason}\n")
@@ -259,7 +261,9 @@ def score(
 @app.command()
 def minimize(
     tasks: Annotated[Path, typer.Option("--tasks", help="JSON list of instructions.")],
-    out: Annotated[Path, typer.Option("-o", "--out", help="Result JSON to write.")],
+    out: Annotated[str, typer.Option(
+        "-o", "--out", metavar="PATH",
+        help="Result JSON to write, or a folder (ends in / or exists) for TASKS.minimized.json.")],
     tau: Annotated[float, typer.Option("--tau", help="Library similarity to keep.")] = 0.95,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     generations: Annotated[int, typer.Option("--generations")] = 200,
@@ -284,7 +288,7 @@ def minimize(
             raise InputError("must be in (0, 1]", field="--tau")
         if generations < 1 or patience < 1 or evaluations < 1:
             raise InputError("--generations, --patience and --evaluations must be >= 1")
-        output_file(out, "result file")
+        path = output_file_in(out, f"{tasks.stem}.minimized.json", "result file")
         embedder = MiniLMEmbedder()
     except InputError as exc:
         _fail(exc)
@@ -298,8 +302,8 @@ def minimize(
 
         res = _run_guarded(lambda: minimize_tasks(
             task_list, make, embedder, tau, seed, generations, patience, evaluations, progress))
-    _run_guarded(lambda: write_json(out, res.to_json()))
+    _run_guarded(lambda: write_json(path, res.to_json()))
     if not quiet:
         sys.stderr.write(f"kept {len(res.selected)}/{len(task_list)} tasks (similarity "
                          f"{res.similarity:.3f}, {res.generations} generations, {res.stopped}); "
-                         f"wrote {out}\n")
+                         f"wrote {path}\n")

@@ -175,7 +175,9 @@ def symbolic(
 @app.command()
 def functions(
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
+        str | None, typer.Option(
+            "-o", "--output", metavar="PATH",
+            help="Write here instead of stdout (a folder: functions.json in it).")
     ] = None,
     source: FunctionsOpt = None,
 ) -> None:
@@ -190,10 +192,11 @@ def functions(
     if output is None:
         typer.echo(text, nl=False)
         return
-    from mango.cli.outputs import output_file, write_error
+    from mango.cli.outputs import output_file_in, write_error
 
     try:
-        output_file(output, "function library file").write_text(text, encoding="utf-8")
+        output_file_in(output, "functions.json", "function library file").write_text(
+            text, encoding="utf-8")
     except InputError as exc:
         _fail(exc)
     except OSError as exc:
