@@ -142,7 +142,8 @@ def library(
 @app.command()
 def oracle(
     instruction: Annotated[str, typer.Option("--instruction", help="The instruction.")],
-    scene: Annotated[Path, typer.Option("--scene", help="Scene objects JSON (spec §4).")],
+    scene: Annotated[Path, typer.Option(
+        "--scene", help="Scene objects JSON (spec §4), or a sim scene (YAML or name).")],
     libraries: Annotated[Path, typer.Option("--libraries", help="Output dir of 'library'.")],
     out: Annotated[str, typer.Option(
         "-o", "--out", metavar="PATH",
@@ -156,14 +157,15 @@ def oracle(
     quiet: QuietOpt = False,
 ) -> None:
     """Module III: the fine-grained oracle of one instruction."""
+    from mango.cli.scenes import scene_file
     from mango.errors import InputError
-    from mango.generation.models import load_scene_file, select_scene
+    from mango.generation.models import select_scene
     from mango.generation.runner import load_libraries, run_oracle, slugify
 
     if not instruction.strip():
         _fail(InputError("the instruction is empty", field="--instruction"))
     try:
-        entry = select_scene(load_scene_file(scene), instruction, str(scene))
+        entry = select_scene(scene_file(scene), instruction, str(scene))
         libs = load_libraries(libraries)
         path = output_file_in(out, f"{slugify(instruction).rstrip('_')}.json", "oracle file")
     except InputError as exc:
@@ -181,7 +183,8 @@ def oracle(
 @app.command("all")
 def all_(
     tasks: Annotated[Path, typer.Option("--tasks", help="JSON list of instructions.")],
-    scenes: Annotated[Path, typer.Option("--scenes", help="Scene objects JSON (spec §4).")],
+    scenes: Annotated[Path, typer.Option(
+        "--scenes", help="Scene objects JSON (spec §4), e.g. config/tasks/libero10_scenes.json.")],
     out: Annotated[Path, typer.Option("-o", "--out", help="Output directory.")],
     functions: FunctionsOpt = None,
     backend: BackendOpt = "offline",
@@ -214,7 +217,9 @@ def all_(
 @app.command()
 def score(
     target: Annotated[Path, typer.Argument(help="An oracle JSON or a 'generate all' directory.")],
-    scenes: Annotated[Path | None, typer.Option("--scenes", help="Scene objects JSON.")] = None,
+    scenes: Annotated[Path | None, typer.Option(
+        "--scenes", help="Scene objects JSON, for executability. Default: the shipped scenes "
+        "(config/scenes), for oracles whose instruction is a shipped scene's.")] = None,
     truth: Annotated[Path | None, typer.Option(
         "--truth", help="Ground-truth oracle JSON, or a directory of them.")] = None,
     functions: FunctionsOpt = None,
@@ -224,21 +229,30 @@ def score(
     from rich.console import Console
     from rich.table import Table
 
+    from mango.cli.scenes import scene_file
     from mango.errors import InputError
     from mango.generation.engine import load_function_library
-    from mango.generation.models import load_scene_file
+    from mango.generation.models import parse_scene_file
     from mango.generation.runner import load_truths, score_run
+    from mango.sim.scene import SCENES_DIR, scenes_task_objects
 
     try:
         if not target.exists():
             raise InputError("no such file or directory", file=str(target))
         lib, _ = load_function_library(functions)
-        scene_file = load_scene_file(scenes) if scenes is not None else None
+        objects = (scene_file(scenes) if scenes is not None
+                   else parse_scene_file(scenes_task_objects(), str(SCENES_DIR)))
         truths = load_truths(truth) if truth is not None else None
-        scores, summary = score_run(target, scene_file, truths, lib,
-                                    str(scenes) if scenes else None)
+        scores, summary = score_run(target, objects, truths, lib,
+                                    str(scenes) if scenes else None, strict=scenes is not None)
     except InputError as exc:
         _fail(exc)
+    unscored = sum(s.executable is None for s in scores)
+    if unscored:  # stderr: `--json` keeps stdout one object
+        sys.stderr.write(f"executability not scored for {unscored} of {len(scores)} oracle(s): "
+                         "no scene for their instruction"
+                         + (" in the shipped scenes; give --scenes SCENES.json\n"
+                            if scenes is None else "\n"))
     if json_output:
         sys.stdout.write(json.dumps({"oracles": [s.to_json() for s in scores],
                                      "summary": summary}) + "\n")

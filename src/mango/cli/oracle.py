@@ -102,8 +102,9 @@ def lint(
         Path | None,
         typer.Option(
             "--scene",
-            help="Scene objects (spec §4) or a world state / trace whose first state is used "
-            "for grounding and the dry run.",
+            help="A sim scene (config/scenes/*.yaml or a name such as stove_moka: its objects "
+            "and initial state), scene objects JSON (spec §4, as `mango sim objects` prints) "
+            "or a world state / trace whose first state is used for grounding and the dry run.",
         ),
     ] = None,
     state: Annotated[
@@ -114,6 +115,7 @@ def lint(
     json_output: JsonOpt = False,
 ) -> None:
     """Static check (execution reliability): exit 0 when clean, 1 on problems, 2 bad input."""
+    from mango.cli.scenes import lint_scene
     from mango.errors import InputError
     from mango.oracle.cli_render import render_problems
     from mango.oracle.model import load_oracle
@@ -124,7 +126,7 @@ def lint(
         library = _library(functions)
         entities, sample = None, None
         if scene is not None:
-            entities, sample = load_scene(scene, parsed.instruction)
+            entities, sample = lint_scene(scene, parsed.instruction)
         if state is not None:
             _, sample = load_scene(state)
             if sample is None:
