@@ -371,3 +371,18 @@ def test_walk_the_readme(tmp_path: Path) -> None:
         walker.close()
     slowest = ", ".join(f"{c.split(' [')[0][:40]} {s:.0f} s" for s, c in sorted(timings)[-3:])
     assert not walker.failures, "\n\n".join(walker.failures) + f"\n\n(slowest: {slowest})"
+
+
+def test_the_walker_catches_a_bad_exit_a_traceback_and_a_missing_text(tmp_path: Path) -> None:
+    walker = Walker(tmp_path)
+    walker.step(Run("python -c 'raise SystemExit(3)'"))
+    walker.step(Run("python -c 'import sys; sys.stderr.write(\"Traceback (most recent call "
+                    "last)\\n\")'"))
+    walker.step(Run("python -c 'print(1)'", expect=("2",)))
+    walker.step(Run("python -c 'print(1)'", expect=("1",)))  # fine
+    walker.step(Start("s", "python -c 'import time; print(\"up\", flush=True); time.sleep(60)'",
+                      ready=("up",)))
+    walker.step(Stop("s"))  # Ctrl-C unhandled: killed by SIGINT
+    assert [f.splitlines()[1].strip() for f in walker.failures] == [
+        "exit 3, the README promises 0", "a traceback in the output", "output lacks '2'",
+        "exit -2, the README promises 0"]
