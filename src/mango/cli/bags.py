@@ -108,6 +108,12 @@ def replay(
     exit_for(report.verdict, exit_code)
 
 
+def _exists(bag: Path) -> None:
+    """A missing bag is named before any default output beside it is made."""
+    if not bag.exists():
+        raise InputError("no such bag (a rosbag2 folder or .mcap file)", file=str(bag))
+
+
 @bag_app.command("info")
 def info(bag: Annotated[Path, typer.Argument(help="Bag directory or .mcap file.")]) -> None:
     """Topics, types and message counts (read from the data, so it works on a cut bag)."""
@@ -139,32 +145,43 @@ def info(bag: Annotated[Path, typer.Argument(help="Bag directory or .mcap file."
 @bag_app.command("export")
 def export(
     bag: Annotated[Path, typer.Argument(help="Bag directory or .mcap file.")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Trace file (JSON Lines).")],
+    output: Annotated[str | None, typer.Option(
+        "-o", "--output", metavar="PATH",
+        help="Trace file (JSON Lines), or a folder (ends in / or exists) to write BAG.jsonl in. "
+             "Default: BAG.jsonl next to the bag (BAG.episodeN.jsonl with --episode).")] = None,
     topic: TopicOpt = None,
     episode: EpisodeOpt = None,
 ) -> None:
     """Write the recorded world states of one episode (default: the last) as a spec §3
-    trace."""
+    trace, for `mango oracle check`."""
     from mango.bags.states import iter_episode, world_state_topic
-    from mango.cli.outputs import output_file, write_error
+    from mango.cli.outputs import beside, output_file, output_file_in, write_error
     from mango.oracle.world_state import write_trace
 
+    suffix = f".episode{episode}.jsonl" if episode is not None else ".jsonl"
+    target = beside(bag, suffix)
     try:
+        _exists(bag)
+        path = (output_file(target, "trace file") if output is None
+                else output_file_in(output, target.name, "trace file"))
         topic = world_state_topic(bag, topic)
-        n = write_trace(output_file(output, "trace file"), iter_episode(bag, topic, episode))
+        n = write_trace(path, iter_episode(bag, topic, episode))
     except InputError as exc:
         _fail(exc)
     except OSError as exc:
-        _fail(write_error(exc, output))
-    sys.stderr.write(f"wrote {n} states to {output}\n")
+        _fail(write_error(exc, output or target))
+    sys.stderr.write(f"wrote {n} states to {path}\n")
 
 
 @bag_app.command("repair")
 def repair(
     bag: Annotated[Path, typer.Argument(help="Bag whose recorder died.")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="New bag directory.")],
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="New bag directory (must not exist). Default: BAG.repaired next "
+        "to the bag.")] = None,
 ) -> None:
-    """Copy every readable message into a new, properly closed bag (summary, metadata).
+    """Copy every readable message into a new, properly closed bag (summary, metadata); the
+    damaged bag is left as it is.
 
     The new bag is written beside OUTPUT and moved there once complete: a repair that fails
     leaves nothing half-written behind."""
@@ -172,9 +189,12 @@ def repair(
     import tempfile
 
     from mango.bags import BagReader, BagWriter
-    from mango.cli.outputs import output_dir
+    from mango.cli.outputs import beside, output_dir
 
+    if output is None:
+        output = beside(bag, ".repaired")
     try:
+        _exists(bag)
         output_dir(output, "repaired bag", new=True)
         partial = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
     except InputError as exc:

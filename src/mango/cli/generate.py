@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from mango.cli.outputs import output_dir, output_file, write_error
+from mango.cli.outputs import output_dir, output_file_in, write_error
 
 if TYPE_CHECKING:
     from mango.errors import InputError
@@ -142,9 +142,12 @@ def library(
 @app.command()
 def oracle(
     instruction: Annotated[str, typer.Option("--instruction", help="The instruction.")],
-    scene: Annotated[Path, typer.Option("--scene", help="Scene objects JSON (spec §4).")],
+    scene: Annotated[Path, typer.Option(
+        "--scene", help="Scene objects JSON (spec §4), or a sim scene (YAML or name).")],
     libraries: Annotated[Path, typer.Option("--libraries", help="Output dir of 'library'.")],
-    out: Annotated[Path, typer.Option("-o", "--out", help="Oracle JSON to write.")],
+    out: Annotated[str, typer.Option(
+        "-o", "--out", metavar="PATH",
+        help="Oracle JSON to write, or a folder (ends in / or exists) for INSTRUCTION.json.")],
     functions: FunctionsOpt = None,
     backend: BackendOpt = "offline",
     model: ModelOpt = None,
@@ -154,22 +157,23 @@ def oracle(
     quiet: QuietOpt = False,
 ) -> None:
     """Module III: the fine-grained oracle of one instruction."""
+    from mango.cli.scenes import scene_file
     from mango.errors import InputError
-    from mango.generation.models import load_scene_file, select_scene
-    from mango.generation.runner import load_libraries, run_oracle
+    from mango.generation.models import select_scene
+    from mango.generation.runner import load_libraries, run_oracle, slugify
 
     if not instruction.strip():
         _fail(InputError("the instruction is empty", field="--instruction"))
     try:
-        entry = select_scene(load_scene_file(scene), instruction, str(scene))
+        entry = select_scene(scene_file(scene), instruction, str(scene))
         libs = load_libraries(libraries)
-        output_file(out, "oracle file")
+        path = output_file_in(out, f"{slugify(instruction).rstrip('_')}.json", "oracle file")
     except InputError as exc:
         _fail(exc)
     with _session(backend, model, opt, ablation, functions, quiet, max_iterations) as s:
-        run = _run_guarded(lambda: run_oracle(s, instruction, entry, libs, out))
+        run = _run_guarded(lambda: run_oracle(s, instruction, entry, libs, path))
     if not quiet:
-        sys.stderr.write(f"wrote {out} ({len(run.oracle.actions())} monitored actions, "
+        sys.stderr.write(f"wrote {path} ({len(run.oracle.actions())} monitored actions, "
                          f"{run.module3.iterations} iteration(s))\n")
     if not run.approved:
         sys.stderr.write(f"not approved: {run.module3.reason}\n")
@@ -179,7 +183,8 @@ def oracle(
 @app.command("all")
 def all_(
     tasks: Annotated[Path, typer.Option("--tasks", help="JSON list of instructions.")],
-    scenes: Annotated[Path, typer.Option("--scenes", help="Scene objects JSON (spec §4).")],
+    scenes: Annotated[Path, typer.Option(
+        "--scenes", help="Scene objects JSON (spec §4), e.g. config/tasks/libero10_scenes.json.")],
     out: Annotated[Path, typer.Option("-o", "--out", help="Output directory.")],
     functions: FunctionsOpt = None,
     backend: BackendOpt = "offline",
@@ -212,7 +217,9 @@ def all_(
 @app.command()
 def score(
     target: Annotated[Path, typer.Argument(help="An oracle JSON or a 'generate all' directory.")],
-    scenes: Annotated[Path | None, typer.Option("--scenes", help="Scene objects JSON.")] = None,
+    scenes: Annotated[Path | None, typer.Option(
+        "--scenes", help="Scene objects JSON, for executability. Default: the shipped scenes "
+        "(config/scenes), for oracles whose instruction is a shipped scene's.")] = None,
     truth: Annotated[Path | None, typer.Option(
         "--truth", help="Ground-truth oracle JSON, or a directory of them.")] = None,
     functions: FunctionsOpt = None,
@@ -222,21 +229,30 @@ def score(
     from rich.console import Console
     from rich.table import Table
 
+    from mango.cli.scenes import scene_file
     from mango.errors import InputError
     from mango.generation.engine import load_function_library
-    from mango.generation.models import load_scene_file
+    from mango.generation.models import parse_scene_file
     from mango.generation.runner import load_truths, score_run
+    from mango.sim.scene import SCENES_DIR, scenes_task_objects
 
     try:
         if not target.exists():
             raise InputError("no such file or directory", file=str(target))
         lib, _ = load_function_library(functions)
-        scene_file = load_scene_file(scenes) if scenes is not None else None
+        objects = (scene_file(scenes) if scenes is not None
+                   else parse_scene_file(scenes_task_objects(), str(SCENES_DIR)))
         truths = load_truths(truth) if truth is not None else None
-        scores, summary = score_run(target, scene_file, truths, lib,
-                                    str(scenes) if scenes else None)
+        scores, summary = score_run(target, objects, truths, lib,
+                                    str(scenes) if scenes else None, strict=scenes is not None)
     except InputError as exc:
         _fail(exc)
+    unscored = sum(s.executable is None for s in scores)
+    if unscored:  # stderr: `--json` keeps stdout one object
+        sys.stderr.write(f"executability not scored for {unscored} of {len(scores)} oracle(s): "
+                         "no scene for their instruction"
+                         + (" in the shipped scenes; give --scenes SCENES.json\n"
+                            if scenes is None else "\n"))
     if json_output:
         sys.stdout.write(json.dumps({"oracles": [s.to_json() for s in scores],
                                      "summary": summary}) + "\n")
@@ -259,7 +275,9 @@ def score(
 @app.command()
 def minimize(
     tasks: Annotated[Path, typer.Option("--tasks", help="JSON list of instructions.")],
-    out: Annotated[Path, typer.Option("-o", "--out", help="Result JSON to write.")],
+    out: Annotated[str, typer.Option(
+        "-o", "--out", metavar="PATH",
+        help="Result JSON to write, or a folder (ends in / or exists) for TASKS.minimized.json.")],
     tau: Annotated[float, typer.Option("--tau", help="Library similarity to keep.")] = 0.95,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     generations: Annotated[int, typer.Option("--generations")] = 200,
@@ -284,7 +302,7 @@ def minimize(
             raise InputError("must be in (0, 1]", field="--tau")
         if generations < 1 or patience < 1 or evaluations < 1:
             raise InputError("--generations, --patience and --evaluations must be >= 1")
-        output_file(out, "result file")
+        path = output_file_in(out, f"{tasks.stem}.minimized.json", "result file")
         embedder = MiniLMEmbedder()
     except InputError as exc:
         _fail(exc)
@@ -298,8 +316,8 @@ def minimize(
 
         res = _run_guarded(lambda: minimize_tasks(
             task_list, make, embedder, tau, seed, generations, patience, evaluations, progress))
-    _run_guarded(lambda: write_json(out, res.to_json()))
+    _run_guarded(lambda: write_json(path, res.to_json()))
     if not quiet:
         sys.stderr.write(f"kept {len(res.selected)}/{len(task_list)} tasks (similarity "
                          f"{res.similarity:.3f}, {res.generations} generations, {res.stopped}); "
-                         f"wrote {out}\n")
+                         f"wrote {path}\n")

@@ -102,8 +102,9 @@ def lint(
         Path | None,
         typer.Option(
             "--scene",
-            help="Scene objects (spec §4) or a world state / trace whose first state is used "
-            "for grounding and the dry run.",
+            help="A sim scene (config/scenes/*.yaml or a name such as stove_moka: its objects "
+            "and initial state), scene objects JSON (spec §4, as `mango sim objects` prints) "
+            "or a world state / trace whose first state is used for grounding and the dry run.",
         ),
     ] = None,
     state: Annotated[
@@ -114,6 +115,7 @@ def lint(
     json_output: JsonOpt = False,
 ) -> None:
     """Static check (execution reliability): exit 0 when clean, 1 on problems, 2 bad input."""
+    from mango.cli.scenes import lint_scene
     from mango.errors import InputError
     from mango.oracle.cli_render import render_problems
     from mango.oracle.model import load_oracle
@@ -124,7 +126,7 @@ def lint(
         library = _library(functions)
         entities, sample = None, None
         if scene is not None:
-            entities, sample = load_scene(scene, parsed.instruction)
+            entities, sample = lint_scene(scene, parsed.instruction)
         if state is not None:
             _, sample = load_scene(state)
             if sample is None:
@@ -175,7 +177,9 @@ def symbolic(
 @app.command()
 def functions(
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
+        str | None, typer.Option(
+            "-o", "--output", metavar="PATH",
+            help="Write here instead of stdout (a folder: functions.json in it).")
     ] = None,
     source: FunctionsOpt = None,
 ) -> None:
@@ -190,10 +194,11 @@ def functions(
     if output is None:
         typer.echo(text, nl=False)
         return
-    from mango.cli.outputs import output_file, write_error
+    from mango.cli.outputs import output_file_in, write_error
 
     try:
-        output_file(output, "function library file").write_text(text, encoding="utf-8")
+        output_file_in(output, "functions.json", "function library file").write_text(
+            text, encoding="utf-8")
     except InputError as exc:
         _fail(exc)
     except OSError as exc:

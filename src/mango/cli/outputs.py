@@ -1,7 +1,10 @@
-"""Where a command writes: checked before any work starts, so `-o` naming a directory where a
-file is wanted, a file where a folder is wanted, or a place that cannot be written is one clear
-error (exit 2), not a traceback after minutes of work; and writing itself never raises past
-the command."""
+"""Where a command writes: checked before any work starts, so `-o` naming a file where a folder
+is wanted, or a place that cannot be written, is one clear error (exit 2), not a traceback
+after minutes of work; and writing itself never raises past the command.
+
+One rule for every `-o` that names a file: a path ending in `/` or an existing folder means
+"in this folder", under the command's default name (as `cp` treats a folder), so
+`-o out/min/` never becomes a file called `min`."""
 
 from __future__ import annotations
 
@@ -19,6 +22,27 @@ def output_file(path: Path, what: str = "output file") -> Path:
     if path.exists() and not os.access(path, os.W_OK):
         raise InputError(f"cannot overwrite the {what} (permission denied)", file=str(path))
     return path
+
+
+def output_file_in(path: str | Path, default_name: str, what: str = "output file") -> Path:
+    """The file `-o PATH` names: PATH itself, or `PATH/default_name` when PATH ends in `/` or is
+    an existing folder. Takes the option's text: `Path` drops a trailing slash."""
+    text = str(path)
+    target = Path(text)
+    if text.endswith(("/", os.sep)) or target.is_dir():
+        _make_folder(target, what)
+        target = target / default_name
+    return output_file(target, what)
+
+
+def beside(source: Path, suffix: str) -> Path:
+    """A default output next to `source` (a bag folder or file): `run` -> `run<suffix>`, and a
+    bag's own `.mcap` counts as its folder, so nothing is written inside a bag."""
+    source = Path(str(source).rstrip("/") or "/")
+    if source.is_file() and (source.parent / "metadata.yaml").is_file():
+        source = source.parent
+    name = source.stem if source.is_file() else source.name
+    return source.with_name(name + suffix)
 
 
 def output_dir(path: Path, what: str = "output folder", new: bool = False) -> Path:

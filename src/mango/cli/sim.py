@@ -62,13 +62,23 @@ def scenes(json_output: Annotated[bool, typer.Option("--json")] = False) -> None
 
 
 @app.command()
-def objects(scene: SceneOpt) -> None:
-    """Print a scene's objects in the spec §4 form (input of `mango generate oracle`)."""
+def objects(
+    scene: Annotated[list[str] | None, typer.Option(
+        "--scene", "-s", help="Scene name or YAML (repeatable: one entry each).")] = None,
+    all_scenes: Annotated[bool, typer.Option(
+        "--all", help="Every shipped scene (config/tasks/libero10_scenes.json is this).")]
+    = False,
+) -> None:
+    """Print scenes' objects in the spec §4 form: the `--scene(s)` input of `mango generate`
+    and `mango oracle lint` (which also take a scene YAML directly)."""
     from mango.errors import InputError
-    from mango.sim.scene import as_scene
+    from mango.sim.scene import list_scenes, resolve_scene, scenes_task_objects
 
     try:
-        print(json.dumps(as_scene(scene).task_objects(), indent=2))
+        if all_scenes == bool(scene):
+            raise InputError("give --scene (one or more) or --all", field="--scene")
+        paths = list_scenes() if all_scenes else [resolve_scene(s) for s in scene or []]
+        print(json.dumps(scenes_task_objects(paths), indent=2))
     except InputError as exc:
         _fail(exc)
 

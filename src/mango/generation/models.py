@@ -234,7 +234,12 @@ def load_tasks(path: str | Path) -> list[str]:
 
 
 def load_scene_file(path: str | Path) -> SceneFile:
-    data = read_json(path)
+    """SCENES.json (spec §4): `{"task_objects": [...]}`, or a single entry."""
+    return parse_scene_file(read_json(path), str(path))
+
+
+def parse_scene_file(data: Any, path: str) -> SceneFile:
+    """Scene objects already read (a file, or a sim scene's objects), validated."""
     if isinstance(data, dict) and "task_objects" not in data and "id" in data:
         data = {"task_objects": [data]}  # a single entry is accepted as well
     scene = _validate(SceneFile, data, str(path))

@@ -174,6 +174,10 @@ def _norm(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
+def _has_entry(scenes: SceneFile, instruction: str) -> bool:
+    return any(_norm(e.id) == _norm(instruction) for e in scenes.task_objects)
+
+
 def load_truths(path: str | Path) -> dict[str, dict[str, Any]]:
     """Ground-truth oracles by normalized instruction, from one file or a directory."""
     p = Path(path)
@@ -196,8 +200,12 @@ def score_run(
     truths: dict[str, dict[str, Any]] | None = None,
     library: engine.FunctionLibrary | None = None,
     scenes_file: str | None = None,
+    strict: bool = True,
 ) -> tuple[list[OracleScore], dict[str, Any]]:
-    """Score one oracle file or a `generate all` directory; returns scores and a summary."""
+    """Score one oracle file or a `generate all` directory; returns scores and a summary.
+
+    `strict=False`: an oracle whose instruction has no entry in `scenes` is scored without
+    executability (None) instead of being an error, for scenes given by default."""
     p = Path(target)
     timing: dict[str, Any] = {}
     if p.is_dir():
@@ -222,7 +230,9 @@ def score_run(
         if not isinstance(oracle, dict):
             raise InputError("an oracle must be a JSON object", file=str(f))
         instruction = str(oracle.get("instruction", ""))
-        scene = select_scene(scenes, instruction, scenes_file) if scenes is not None else None
+        scene = None
+        if scenes is not None and (strict or _has_entry(scenes, instruction)):
+            scene = select_scene(scenes, instruction, scenes_file)
         truth = (truths or {}).get(_norm(instruction))
         report_path = f.with_name(f.stem + ".report.json")
         run_report = read_json(report_path) if report_path.is_file() else None

@@ -303,6 +303,26 @@ def list_scenes(directory: Path = SCENES_DIR) -> list[Path]:
     return sorted(directory.glob("*.yaml"))
 
 
+def scenes_task_objects(paths: list[Path] | None = None) -> dict[str, object]:
+    """One spec §4 scene-objects file for several scenes (default: every shipped one), an entry
+    per scene: the `--scenes` input of `mango generate all` for the shipped tasks."""
+    entries: list[object] = []
+    for path in list_scenes() if paths is None else paths:
+        entries.extend(load_scene(path).task_objects()["task_objects"])  # type: ignore[arg-type]
+    return {"task_objects": entries}
+
+
+def is_scene_reference(text: str) -> bool:
+    """Whether a `--scene` value means a sim scene: a YAML path, or a shipped scene's name that
+    is not also an existing file."""
+    p = Path(text)
+    if p.suffix in (".yaml", ".yml"):
+        return True
+    if p.exists() or p.suffix:
+        return False
+    return any((SCENES_DIR / c).exists() for c in (f"{text}.yaml", f"libero10_{text}.yaml"))
+
+
 def resolve_scene(name_or_path: str) -> Path:
     """A scene given by path, by file stem (`libero10_stove_moka`) or by slug (`stove_moka`)."""
     p = Path(name_or_path)

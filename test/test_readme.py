@@ -1,0 +1,388 @@
+"""Walk the README: every line of its ```bash / ```sh / ```console blocks is run here, in README
+order, in a fresh folder (as a newcomer would, one command after another), and fails on an
+exit status the README does not promise or a traceback in the output.
+
+`WALK` says how each line is walked: as written, with small concrete arguments in place of the
+README's placeholders (`BAG`, `[--json]`, fewer seeds), in the background while later lines
+use it (`mango bringup`, which stays running), or not at all where it cannot run here (a
+system ROS 2, colcon), with the reason and a weaker check that can fail. A README command
+missing from `WALK` fails `test_every_readme_command_is_walked`: add it there.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+FENCE = re.compile(r"^```(bash|sh|console)\s*$")
+COMMENT = re.compile(r"\s+#\s.*$")
+
+
+def readme_commands(text: str | None = None) -> list[str]:
+    """The command lines of the README's shell blocks: continuation lines joined, trailing
+    comments and a console prompt (`$ `) dropped."""
+    out: list[str] = []
+    inside, pending = False, ""
+    for line in (README.read_text() if text is None else text).splitlines():
+        if not inside:
+            inside = bool(FENCE.match(line))
+            continue
+        if line.startswith("```"):
+            inside, pending = False, ""
+            continue
+        joined = pending + line.strip()
+        if joined.endswith("\\"):
+            pending = joined[:-1].rstrip() + " "
+            continue
+        pending = ""
+        command = COMMENT.sub("", joined).strip().removeprefix("$ ")
+        if command:
+            out.append(command)
+    return out
+
+
+# ----------------------------------------------------------------------------- how to walk
+
+
+@dataclass(frozen=True)
+class Run:
+    """One command; `expect` texts must appear in its output, `forbid` texts must not."""
+
+    cmd: str
+    expect: tuple[str, ...] = ()
+    forbid: tuple[str, ...] = ()
+    rc: int = 0
+
+
+@dataclass(frozen=True)
+class Start:
+    """A command that stays running (a stack): started, then `ready` awaited in its output."""
+
+    key: str
+    cmd: str
+    ready: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Waits for `done` in a started command's output, then Ctrl-C: it must exit 0."""
+
+    key: str
+    done: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NotHere:
+    """A command that cannot run here: why, and a weaker check that can still fail."""
+
+    reason: str
+    check: Callable[[], None]
+
+
+Step = Run | Start | Stop | NotHere
+AS_WRITTEN: tuple[Step, ...] = ()  # run the README line itself
+
+
+def _make_recipe(target: str) -> str:
+    """The recipe lines of a Makefile rule (make -n would still run the set-up's $(shell))."""
+    text = (ROOT / "Makefile").read_text()
+    m = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", text, re.M)
+    assert m, f"Makefile: no rule '{target}'"
+    return m.group(1)
+
+
+def _check_make_demo() -> None:
+    assert "scripts/demo.sh" in _make_recipe("demo")
+    assert re.search(r"^exec mango demo ", (ROOT / "scripts/demo.sh").read_text(), re.M)
+
+
+def _check_make_test() -> None:
+    recipe = _make_recipe("test")
+    assert "python -m pytest" in recipe and "ruff check src test" in recipe
+
+
+def _check_ament_package() -> None:
+    manifest = ET.parse(ROOT / "package.xml").getroot()
+    assert manifest.findtext("name") == "mango_ros"
+    assert manifest.findtext("export/build_type") == "ament_cmake"
+    assert re.search(r"^project\(mango_ros\b", (ROOT / "CMakeLists.txt").read_text(), re.M)
+
+
+def _check_ros2_run_oracle_node() -> None:
+    # `ros2 run PKG EXE` runs lib/PKG/EXE: CMakeLists installs one launcher per MANGO_NODES
+    # entry (ros2/ros2cli: ros2run/ros2run/api/__init__.py, get_executable_path).
+    cmake = (ROOT / "CMakeLists.txt").read_text()
+    m = re.search(r"set\(MANGO_NODES([^)]*)\)", cmake)
+    assert m and "oracle_node" in m.group(1).split(), "CMakeLists.txt: MANGO_NODES"
+    assert (ROOT / "src/mango/nodes/oracle_node.py").is_file()
+
+
+SOUP = "config/oracles/libero10_soup_sauce_basket.json"
+SOUP_TRACE = "config/traces/soup_sauce_basket_pass.jsonl"
+STOVE = "config/oracles/libero10_stove_moka.json"
+GEN_ORACLE = (
+    'mango generate oracle --instruction "put the black bowl in the bottom drawer of the '
+    'cabinet and close it" --scene config/scenes/libero10_bowl_drawer.yaml --libraries libs/ '
+    "-o bowl.json")
+
+# README line -> how it is walked (reviewed by hand: every override keeps the command and its
+# meaning, with small arguments; `{work}` is the walk's folder).
+WALK: dict[str, tuple[Step, ...]] = {
+    "make demo": (NotHere("not run from inside the suite; it runs `mango demo`, walked below",
+                          _check_make_demo),),
+    "make test": (NotHere("this is the suite itself", _check_make_test),),
+    "mango doctor": (Run("mango doctor", expect=("dds round trip",)),),
+    "mango oracle check ORACLE.json TRACE.jsonl [--json] [--exit-code]": (
+        Run(f"mango oracle check {SOUP} {SOUP_TRACE}", expect=("verdict: PASS",)),
+        Run(f"mango oracle check {SOUP} {SOUP_TRACE} --json --exit-code",
+            expect=('"verdict": "pass"',)),
+    ),
+    "mango oracle lint ORACLE.json --scene SCENE.yaml": (
+        Run(f"mango oracle lint {STOVE} --scene config/scenes/libero10_stove_moka.yaml",
+            expect=("no problems",)),
+    ),
+    "mango oracle symbolic GOAL TRACE.jsonl": (
+        Run(f"mango oracle symbolic {SOUP} {SOUP_TRACE}", expect=("PASS",)),
+    ),
+    "mango bringup oracle|demo|STACK.yaml [--set NODE.PARAM=VALUE]": (
+        Start("oracle", "mango bringup oracle --set trace_player.rate_scale=4 "
+              "--set bag_recorder.output={work}/out/oracle_bag",
+              ready=("listening on /world_state",)),
+    ),
+    "mango record -o BAG [TOPICS…]": (
+        Run("mango record -o out/rec --duration 3", expect=("recorded",)),
+        Stop("oracle", done=("task verdict: pass", "played 46 states")),
+    ),
+    "mango replay BAG --oracle ORACLE.json [--json]": (
+        Run(f"mango replay out/oracle_bag --oracle {SOUP}", expect=("verdict: PASS",)),
+        Run(f"mango replay out/oracle_bag --oracle {SOUP} --json", expect=('"pass"',)),
+    ),
+    "mango bag info BAG | bag export BAG [-o T.jsonl] | bag repair BAG [-o NEW]": (
+        Run("mango bag info out/oracle_bag", expect=("/world_state",)),
+        Run("mango bag export out/oracle_bag", expect=("to out/oracle_bag.jsonl",)),
+        Run("mango bag repair out/oracle_bag", expect=("to out/oracle_bag.repaired",)),
+        Run(f"mango oracle check {SOUP} out/oracle_bag.jsonl", expect=("verdict: PASS",)),
+        Run("mango bag export out/oracle_bag.repaired -o out/", expect=("out/oracle_bag",)),
+    ),
+    "mango demo [--scene S] [--fault KIND@WHEN]": (
+        Run("mango demo --scene stove_moka --fault drop@0.3",
+            expect=("verdict: FAIL", "oracle agrees")),
+    ),
+    "mango sim scenes": (Run("mango sim scenes", expect=("libero10_stove_moka",)),),
+    "mango sim run --scene stove_moka --seed 3 [--fault drop@0.3] --trace out/t.jsonl "
+    "[--video out/v.mp4]": (
+        Run("mango sim run --scene stove_moka --seed 3 --trace out/t.jsonl --video out/v.mp4",
+            expect=("all steps done", "video: out/v.mp4")),
+        Run("mango sim run --scene stove_moka --seed 3 --fault drop@0.3 --trace out/t.jsonl",
+            expect=("incomplete at step 2.3",)),
+    ),
+    "mango sim eval --seeds 20": (
+        Run("mango sim eval --seeds 1", expect=("1/1",), forbid=("0/1",)),
+    ),
+    "mango oracle check config/oracles/libero10_stove_moka.json out/t.jsonl": (
+        Run(f"mango oracle check {STOVE} out/t.jsonl", expect=("verdict: FAIL", "2.3")),
+    ),
+    # the openpi backend needs a policy server (tested against one in test/policy)
+    "mango policy run --scene book_caddy [--backend openpi --host H --port 8000] "
+    "[--fault drop@0.5] [--bag OUT] [--json]": (
+        Run("mango policy run --scene book_caddy --fault drop@0.5 --bag out/policy_bag --json",
+            expect=('"failed_step": "1.3"', '"expected_verdict": "fail"')),
+        Run("mango bag info out/policy_bag", expect=("world_state",)),
+    ),
+    "mango bringup sim": (
+        Start("sim", "mango bringup sim",
+              ready=("[sim_node]", "[franka_control_node]", "[vla_node]", "[oracle_node]")),
+        Stop("sim"),
+    ),
+    "mango generate library --tasks config/tasks/libero10.json -o libs/": (
+        Run("mango generate library --tasks config/tasks/libero10.json -o libs/",
+            expect=("libs/atomic_library.json",)),
+    ),
+    GEN_ORACLE: (Run(GEN_ORACLE, expect=("wrote bowl.json",)),),
+    "mango generate all --tasks config/tasks/libero10.json --scenes "
+    "config/tasks/libero10_scenes.json -o out/gen/": AS_WRITTEN,
+    "mango generate score out/gen/ --truth config/oracles/": (
+        Run("mango generate score out/gen/ --truth config/oracles/",
+            forbid=("executability not scored",)),
+    ),
+    "mango generate minimize --tasks config/tasks/libero10.json -o out/min/": (
+        Run("mango generate minimize --tasks config/tasks/libero10.json -o out/min/ "
+            "--generations 10", expect=("out/min/libero10.minimized.json",)),
+    ),
+    "python -m mango.nodes.oracle_node --ros-args -p "
+    "oracle_file:=config/oracles/libero10_stove_moka.json": (
+        Start("oracle_node", "python -m mango.nodes.oracle_node --ros-args -p "
+              f"oracle_file:={STOVE}", ready=("listening on /world_state",)),
+        Stop("oracle_node"),
+    ),
+    'mkdir -p ~/ws/src && ln -s "$PWD" ~/ws/src/mango_ros && cd ~/ws': (
+        NotHere("the colcon workspace of a system ROS 2 (none here)", _check_ament_package),),
+    "colcon build --packages-select mango_ros && . install/setup.bash": (
+        NotHere("needs colcon and ament_cmake from a system ROS 2", _check_ament_package),),
+    "ros2 run mango_ros oracle_node --ros-args -p oracle_file:=…": (
+        NotHere("needs the ros2 CLI; `python -m mango.nodes.oracle_node` is walked instead",
+                _check_ros2_run_oracle_node),),
+}
+
+
+# ----------------------------------------------------------------------------- the walker
+
+
+class Walker:
+    """Runs steps in one folder, keeps started commands, and collects what went wrong."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.env = dict(os.environ, COLUMNS="200", PYTHONUNBUFFERED="1")
+        self.failures: list[str] = []
+        self.started: dict[str, tuple[subprocess.Popen[str], list[str], str]] = {}
+
+    def argv(self, cmd: str) -> list[str]:
+        args = shlex.split(cmd.replace("{work}", str(self.work)))
+        bindir = Path(sys.executable).parent
+        if args[0] == "python":
+            args[0] = sys.executable
+        elif (bindir / args[0]).exists():
+            args[0] = str(bindir / args[0])
+        return args
+
+    def fail(self, cmd: str, why: str, output: str) -> None:
+        tail = "\n".join(output.splitlines()[-15:])
+        self.failures.append(f"$ {cmd}\n  {why}\n{tail}")
+
+    def judge(self, cmd: str, rc: int | None, want_rc: int, output: str,
+              expect: tuple[str, ...] = (), forbid: tuple[str, ...] = ()) -> None:
+        if rc != want_rc:
+            self.fail(cmd, f"exit {rc}, the README promises {want_rc}", output)
+        elif "Traceback (most recent call last)" in output:
+            self.fail(cmd, "a traceback in the output", output)
+        for text in expect:
+            if text not in output:
+                self.fail(cmd, f"output lacks {text!r}", output)
+        for text in forbid:
+            if text in output:
+                self.fail(cmd, f"output has {text!r}", output)
+
+    def step(self, step: Step) -> None:
+        if isinstance(step, Run):
+            try:
+                done = subprocess.run(self.argv(step.cmd), cwd=self.work, env=self.env,
+                                      capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired as exc:
+                self.fail(step.cmd, "still running after 120 s", str(exc.stdout or ""))
+                return
+            self.judge(step.cmd, done.returncode, step.rc, done.stdout + done.stderr,
+                       step.expect, step.forbid)
+        elif isinstance(step, Start):
+            proc = subprocess.Popen(self.argv(step.cmd), cwd=self.work, env=self.env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, start_new_session=True)
+            lines: list[str] = []
+            threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True).start()
+            self.started[step.key] = (proc, lines, step.cmd)
+            self.wait_for(step.key, step.ready)
+        elif isinstance(step, Stop):
+            self.wait_for(step.key, step.done)
+            self.stop(step.key)
+        else:
+            try:
+                step.check()
+            except AssertionError as exc:
+                self.fail(step.reason, f"weaker check failed: {exc}", "")
+
+    def wait_for(self, key: str, texts: tuple[str, ...], timeout: float = 60.0) -> None:
+        proc, lines, cmd = self.started[key]
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and proc.poll() is None:
+            output = "".join(lines)
+            if all(t in output for t in texts):
+                return
+            time.sleep(0.2)
+        output = "".join(lines)
+        missing = [t for t in texts if t not in output]
+        if missing:
+            self.fail(cmd, f"never printed {missing} (exit {proc.poll()})", output)
+
+    def stop(self, key: str) -> None:
+        proc, lines, cmd = self.started.pop(key)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)  # Ctrl-C, as the README says
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # its own session: only what it started
+            proc.wait()
+            self.fail(cmd, "did not stop within 30 s of Ctrl-C", "".join(lines))
+            return
+        time.sleep(0.2)  # the reader thread drains the pipe
+        self.judge(cmd, proc.returncode, 0, "".join(lines))
+
+    def close(self) -> None:
+        for key in list(self.started):
+            self.fail(self.started[key][2], "left running by the walk", "")
+            self.stop(key)
+
+
+def test_readme_commands_are_parsed_from_shell_blocks_only() -> None:
+    text = ("```bash\nmango a   # c\nmango b \\\n    --x 1\n```\n```python\nmango no\n```\n"
+            "```console\n$ mango c\n```\n```\nmango plain\n```\n")
+    assert readme_commands(text) == ["mango a", "mango b --x 1", "mango c"]
+
+
+def test_every_readme_command_is_walked() -> None:
+    commands = readme_commands()
+    missing = [c for c in commands if c not in WALK]
+    stale = [c for c in WALK if c not in commands]
+    assert not missing, ("README commands missing from WALK in test/test_readme.py (add each: "
+                         f"as written, with small arguments, or why not here): {missing}")
+    assert not stale, f"WALK lines no longer in the README: {stale}"
+
+
+@pytest.mark.slow
+def test_walk_the_readme(tmp_path: Path) -> None:
+    for name in ("config", "test"):  # what the README's paths name, read-only
+        (tmp_path / name).symlink_to(ROOT / name)
+    walker = Walker(tmp_path)
+    timings: list[tuple[float, str]] = []
+    try:
+        for command in readme_commands():
+            steps = WALK.get(command)
+            if steps is None:
+                continue  # test_every_readme_command_is_walked says so
+            start = time.monotonic()
+            for step in steps or (Run(command),):
+                walker.step(step)
+            timings.append((time.monotonic() - start, command))
+    finally:
+        walker.close()
+    slowest = ", ".join(f"{c.split(' [')[0][:40]} {s:.0f} s" for s, c in sorted(timings)[-3:])
+    assert not walker.failures, "\n\n".join(walker.failures) + f"\n\n(slowest: {slowest})"
+
+
+def test_the_walker_catches_a_bad_exit_a_traceback_and_a_missing_text(tmp_path: Path) -> None:
+    walker = Walker(tmp_path)
+    walker.step(Run("python -c 'raise SystemExit(3)'"))
+    walker.step(Run("python -c 'import sys; sys.stderr.write(\"Traceback (most recent call "
+                    "last)\\n\")'"))
+    walker.step(Run("python -c 'print(1)'", expect=("2",)))
+    walker.step(Run("python -c 'print(1)'", expect=("1",)))  # fine
+    walker.step(Start("s", "python -c 'import time; print(\"up\", flush=True); time.sleep(60)'",
+                      ready=("up",)))
+    walker.step(Stop("s"))  # Ctrl-C unhandled: killed by SIGINT
+    assert [f.splitlines()[1].strip() for f in walker.failures] == [
+        "exit 3, the README promises 0", "a traceback in the output", "output lacks '2'",
+        "exit -2, the README promises 0"]
