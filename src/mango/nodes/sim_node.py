@@ -32,6 +32,7 @@ from tf2_msgs.msg import TFMessage
 
 from mango.control.robot_state import FrameTransform
 from mango.errors import InputError
+from mango.geometry import mat_to_quat
 from mango.nodes.common import Param, declare_parameters, latched_qos, rate_param, run_node
 from mango.ros.images import camera_info, numpy_to_image
 from mango.ros.tf_msg import tf_message
@@ -126,9 +127,9 @@ class SimNode(Node):
             out.append(FrameTransform(WORLD_FRAME, self.base_frame, tuple(pos), tuple(quat)))
         for name in self.cameras:
             if env.camera_fixed(name) == fixed:
-                pos, quat = env.camera_pose(name)
+                pos, rot = env.camera_pose(name)
                 out.append(FrameTransform(WORLD_FRAME, f"{name}_camera", tuple(pos),
-                                          tuple(quat)))
+                                          tuple(mat_to_quat(rot))))
         return out
 
     def _publish_static_frames(self) -> None:

@@ -366,22 +366,6 @@ class SimEnv:
             rot = self.data.cam_xmat[cid].reshape(3, 3) @ _OPTICAL_IN_MJ_CAMERA
         return pos, rot
 
-    def _camera_id(self, name: str) -> int:
-        cid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_CAMERA, name)
-        if cid < 0:
-            raise InputError(f"unknown camera '{name}'")
-        return cid
-
-    def camera_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """World position and quaternion [w, x, y, z] of a camera's *optical* frame (ROS's
-        REP 103 camera convention: z forward, x right, y down; a MuJoCo camera looks along
-        its -z with y up, so its y and z axes flip)."""
-        cid = self._camera_id(name)
-        with self.lock:
-            pos = self.data.cam_xpos[cid].copy()
-            rot = self.data.cam_xmat[cid].reshape(3, 3) @ np.diag([1.0, -1.0, -1.0])
-        return pos, mat_to_quat(rot)
-
     def camera_fixed(self, name: str) -> bool:
         """The camera is fixed in the world (not carried by the robot)."""
         return int(self.model.cam_bodyid[self._camera_id(name)]) == 0
