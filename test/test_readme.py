@@ -110,6 +110,11 @@ def _check_make_demo() -> None:
     assert re.search(r"^exec mango demo ", (ROOT / "scripts/demo.sh").read_text(), re.M)
 
 
+def _check_make_demo_views() -> None:
+    _check_make_demo()
+    assert re.search(r"VIEWS.*--record-views", (ROOT / "scripts/demo.sh").read_text())
+
+
 def _check_make_test() -> None:
     recipe = _make_recipe("test")
     assert "python -m pytest" in recipe and "ruff check src test" in recipe
@@ -145,6 +150,8 @@ WALK: dict[str, tuple[Step, ...]] = {
     "make demo": (NotHere("not run from inside the suite; it runs `mango demo`, walked below",
                           _check_make_demo),),
     "make test": (NotHere("this is the suite itself", _check_make_test),),
+    "make demo VIEWS=1": (NotHere("not run from inside the suite; `mango demo --record-views` "
+                                  "is tested in test/ros/test_views.py", _check_make_demo_views),),
     "mango doctor": (Run("mango doctor", expect=("dds round trip",)),),
     "mango oracle check ORACLE.json TRACE.jsonl [--json] [--exit-code]": (
         Run(f"mango oracle check {SOUP} {SOUP_TRACE}", expect=("verdict: PASS",)),
@@ -202,6 +209,12 @@ WALK: dict[str, tuple[Step, ...]] = {
         Run("mango policy run --scene book_caddy --fault drop@0.5 --bag out/policy_bag --json",
             expect=('"failed_step": "1.3"', '"expected_verdict": "fail"')),
         Run("mango bag info out/policy_bag", expect=("world_state",)),
+    ),
+    "mango policy run --scene book_caddy --bag out/views --record-views": (
+        Run("mango policy run --scene book_caddy --bag out/views --record-views",
+            expect=("pass",)),
+        Run("mango bag info out/views", expect=("/tf_static", "/robot_description",
+                                                "/camera/front/image_raw")),
     ),
     "mango bringup sim": (
         Start("sim", "mango bringup sim",
