@@ -17,9 +17,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from mango.yaml_files import load_yaml_model
 
 PACKAGE = "mango_ros"
+RECORDER = "bag_recorder"  # the executable that records a stack's bag
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ParamValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
+
+
+def absolute_namespace(v: str) -> str:
+    """`a/b`, `/a/b/` -> `/a/b`; "" stays "" (the root); `ValueError` for a bad name."""
+    parts = [p for p in v.strip().split("/") if p]
+    bad = [p for p in parts if not _NAME.match(p)]
+    if bad:
+        raise ValueError(f"{v!r} is not a valid ROS namespace ({bad[0]!r})")
+    return "/" + "/".join(parts) if parts else ""
 
 
 class StackNode(BaseModel):
@@ -46,11 +56,7 @@ class StackNode(BaseModel):
     def _absolute_namespace(cls, v: str) -> str:
         """Absolute: a node process takes `-r __ns:=...`, which rcl refuses when relative
         (`camera/front` killed both camera nodes of the FR3 stack at start)."""
-        parts = [p for p in v.strip().split("/") if p]
-        bad = [p for p in parts if not _NAME.match(p)]
-        if bad:
-            raise ValueError(f"{v!r} is not a valid ROS namespace ({bad[0]!r})")
-        return "/" + "/".join(parts) if parts else ""
+        return absolute_namespace(v)
 
 
 class Stack(BaseModel):
@@ -85,6 +91,28 @@ class Stack(BaseModel):
         return self.model_copy(update={"nodes": [
             n.model_copy(update={"parameters": {k: sub(v) for k, v in n.parameters.items()}})
             for n in self.nodes]})
+
+
+    def in_namespace(self, namespace: str) -> Stack:
+        """A copy with every node under `namespace` (before its own), so two stacks can share
+        a ROS graph. A recorder's `topics` are full graph names: they move with it."""
+        ns = absolute_namespace(namespace)
+        if not ns:
+            return self
+
+        def moved(n: StackNode) -> StackNode:
+            params = dict(n.parameters)
+            topics = params.get("topics")
+            if n.executable == RECORDER and isinstance(topics, list):
+                params["topics"] = [f"{ns}{t}" if str(t).startswith("/") else t
+                                    for t in topics]
+            return n.model_copy(update={"namespace": ns + n.namespace, "parameters": params})
+
+        return self.model_copy(update={"nodes": [moved(n) for n in self.nodes]})
+
+    def recorder(self) -> StackNode | None:
+        """The stack's bag recorder node, if it has one."""
+        return next((n for n in self.nodes if n.executable == RECORDER), None)
 
 
 def stack_path(name_or_path: str | Path, share: str | Path = REPO_ROOT) -> Path:
