@@ -26,6 +26,9 @@ def bringup(
     stack: Annotated[str, typer.Argument(help="Stack name (config/stacks/NAME.yaml) or path.")],
     param: Annotated[list[str] | None, typer.Option(
         "--set", help="Override a parameter: NODE.PARAM=VALUE (YAML value).")] = None,
+    scene: Annotated[str | None, typer.Option(
+        "--scene", "-s", help="Scene for every node with a `scene` parameter, and its oracle "
+        "for the oracle node.")] = None,
     bag: Annotated[str | None, typer.Option(
         help="The recorder's bag folder (new; `{stamp}` becomes the start time).")] = None,
     namespace: Annotated[str | None, typer.Option(
@@ -63,6 +66,8 @@ def bringup(
                 raise InputError(f"--set {item!r}: a parameter is a string, number, boolean "
                                  "or list")
             node.parameters[key] = parsed
+        if scene is not None:
+            _use_scene(spec, scene)
         if namespace:
             try:
                 spec = spec.in_namespace(namespace)
@@ -121,3 +126,21 @@ def _recorder_output(spec: Stack, bag: str | None) -> Path | None:
     path = output_dir(path.resolve(), "bag folder", new=True)
     rec.parameters["output"] = str(path)
     return path
+
+
+def _use_scene(spec: Stack, scene: str) -> None:
+    """The sim, the expert's plan and the oracle all on one scene (three `--set`s that must
+    agree, or the oracle judges a task the sim does not show)."""
+    from mango.errors import InputError
+    from mango.sim.scene import REPO_ROOT, load_scene, resolve_scene
+
+    path = resolve_scene(scene).resolve()
+    spec_scene = load_scene(path)
+    users = [n for n in spec.nodes if "scene" in n.parameters]
+    if not users:
+        raise InputError(f"--scene: no node of stack {spec.name} has a scene parameter")
+    for n in users:
+        n.parameters["scene"] = str(path)
+    for n in spec.nodes:
+        if n.executable == "oracle_node" and spec_scene.oracle:
+            n.parameters["oracle_file"] = str((REPO_ROOT / spec_scene.oracle).resolve())
