@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from rich.console import Console
+
     from mango.stack import Stack
 
 
@@ -74,8 +78,7 @@ def bringup(
             except ValueError as exc:
                 raise InputError(f"--namespace: {exc}") from None
         recording = _recorder_output(spec, bag)
-        runner = Bringup(spec, output=lambda label, line: console.print(
-            f"[cyan]\\[{label}][/] {line}", highlight=False, markup=True, soft_wrap=True))
+        runner = Bringup(spec, output=node_output(console))
     except InputError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(2) from None
@@ -105,6 +108,18 @@ def bringup(
     codes = runner.stop()
     console.print("stopped: " + ", ".join(f"{k} ({v})" for k, v in codes.items()))
     raise typer.Exit(code)
+
+
+def node_output(console: Console) -> Callable[[str, str], None]:
+    """Print a node's output line under its label. The line is text, not rich markup: rclpy's
+    `[node_name]` looks like a markup tag, and rich dropped it (blank logger names)."""
+    from rich.markup import escape
+
+    def show(label: str, line: str) -> None:
+        console.print(f"[cyan]\\[{escape(label)}][/] {escape(line)}", highlight=False,
+                      soft_wrap=True)
+
+    return show
 
 
 def _recorder_output(spec: Stack, bag: str | None) -> Path | None:

@@ -60,12 +60,12 @@ def run(
     """Run a policy on a scene in the embedded sim and print the oracle's verdict."""
     from rich.console import Console
 
+    from mango.cli.bringup import node_output
     from mango.client.episode import Episode, RunFailed, run_episode
     from mango.errors import InputError
 
     err = Console(stderr=True)
-    out = (lambda label, line: err.print(f"[cyan]\\[{label}][/] {line}", highlight=False,
-                                         soft_wrap=True)) if verbose else None
+    out = node_output(err) if verbose else None
     options = {"preset": preset, "host": host, "port": port, "url": url,
                "checkpoint": checkpoint}
     try:
