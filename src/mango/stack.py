@@ -23,9 +23,19 @@ from mango.yaml_files import load_yaml_model
 
 PACKAGE = "mango_ros"
 CLOCK_TOPIC = "/clock"  # rclpy's TimeSource subscribes to this absolute name
+RECORDER = "bag_recorder"  # the executable that records a stack's bag
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ParamValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
+
+
+def absolute_namespace(v: str) -> str:
+    """`a/b`, `/a/b/` -> `/a/b`; "" stays "" (the root); `ValueError` for a bad name."""
+    parts = [p for p in v.strip().split("/") if p]
+    bad = [p for p in parts if not _NAME.match(p)]
+    if bad:
+        raise ValueError(f"{v!r} is not a valid ROS namespace ({bad[0]!r})")
+    return "/" + "/".join(parts) if parts else ""
 
 
 class StackNode(BaseModel):
@@ -52,11 +62,7 @@ class StackNode(BaseModel):
     def _absolute_namespace(cls, v: str) -> str:
         """Absolute: a node process takes `-r __ns:=...`, which rcl refuses when relative
         (`camera/front` killed both camera nodes of the FR3 stack at start)."""
-        parts = [p for p in v.strip().split("/") if p]
-        bad = [p for p in parts if not _NAME.match(p)]
-        if bad:
-            raise ValueError(f"{v!r} is not a valid ROS namespace ({bad[0]!r})")
-        return "/" + "/".join(parts) if parts else ""
+        return absolute_namespace(v)
 
 
 class Stack(BaseModel):
@@ -87,16 +93,6 @@ class Stack(BaseModel):
                 n.parameters.setdefault("use_sim_time", True)
         return self
 
-    def in_namespace(self, namespace: str) -> Stack:
-        """A copy with every node under `namespace`; a sim-time stack's `/clock` with them."""
-        nodes = []
-        for n in self.nodes:
-            n = n.model_copy(update={"namespace": namespace, "remappings": dict(n.remappings)})
-            if self.use_sim_time and n.namespace:
-                n.remappings.setdefault(CLOCK_TOPIC, f"{n.namespace}{CLOCK_TOPIC}")
-            nodes.append(n)
-        return self.model_copy(update={"nodes": nodes})
-
     def resolved(self, share: str | Path) -> Stack:
         """A copy with `$(share)` replaced in every string parameter."""
         def sub(v: Any) -> Any:
@@ -109,6 +105,32 @@ class Stack(BaseModel):
         return self.model_copy(update={"nodes": [
             n.model_copy(update={"parameters": {k: sub(v) for k, v in n.parameters.items()}})
             for n in self.nodes]})
+
+    def in_namespace(self, namespace: str) -> Stack:
+        """A copy with every node under `namespace` (before its own), so two stacks can share
+        a ROS graph. A recorder's `topics` are full graph names: they move with it, and so
+        does a sim-time stack's `/clock`."""
+        ns = absolute_namespace(namespace)
+        if not ns:
+            return self
+
+        def moved(n: StackNode) -> StackNode:
+            params = dict(n.parameters)
+            topics = params.get("topics")
+            if n.executable == RECORDER and isinstance(topics, list):
+                params["topics"] = [f"{ns}{t}" if str(t).startswith("/") else t
+                                    for t in topics]
+            remappings = dict(n.remappings)
+            if self.use_sim_time:  # the clock's source and its readers move together
+                remappings.setdefault(CLOCK_TOPIC, f"{ns}{CLOCK_TOPIC}")
+            return n.model_copy(update={"namespace": ns + n.namespace, "parameters": params,
+                                        "remappings": remappings})
+
+        return self.model_copy(update={"nodes": [moved(n) for n in self.nodes]})
+
+    def recorder(self) -> StackNode | None:
+        """The stack's bag recorder node, if it has one."""
+        return next((n for n in self.nodes if n.executable == RECORDER), None)
 
 
 def stack_path(name_or_path: str | Path, share: str | Path = REPO_ROOT) -> Path:

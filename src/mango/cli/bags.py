@@ -129,7 +129,7 @@ def info(bag: Annotated[Path, typer.Argument(help="Bag directory or .mcap file."
         _fail(exc)
     table = Table(title=str(bag))
     for col in ("topic", "type", "messages"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for name, (msgtype, n) in sorted(topics.items()):
         table.add_row(name, msgtype, str(n))
     console = Console()

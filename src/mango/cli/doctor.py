@@ -19,8 +19,8 @@ def doctor() -> None:
     console = Console()
     results = run_checks()
     table = Table(title="mango doctor")
-    table.add_column("check")
-    table.add_column("status")
+    table.add_column("check", overflow="fold")
+    table.add_column("status", overflow="fold")
     table.add_column("detail", overflow="fold")
     style = {"ok": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
     for r in results:

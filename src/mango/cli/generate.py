@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -70,25 +72,91 @@ def _session(backend: str, model: str | None, opts: list[str] | None, ablation: 
         if not sep or not key:
             _fail(InputError(f"expected KEY=VALUE, got {item!r}", field="--opt"))
         options[key.strip()] = value
+    if not quiet and backend == "local":
+        err.print(LOCAL_EXPECT.format(model=model or "qwen0.5b"), highlight=False)
     try:
         library, catalog = load_function_library(functions)
         be = make_backend(backend, model, **options)
     except InputError as exc:
         _fail(exc)
 
-    def progress(msg: str) -> None:
-        if not quiet:
-            err.print(f"[dim]{be.name}[/dim] {msg}", highlight=False)
-
     if not quiet and be.name == "offline":
         err.print("[dim]backend: offline planner (deterministic rules, not a language model)"
                   "[/dim]")
-    try:
-        yield Session(be, library, catalog, config, progress)
-    finally:
-        close = getattr(be, "close", None)
-        if callable(close):
-            close()
+    elif not quiet:
+        served = getattr(getattr(be, "server", None), "model_path", None)
+        err.print(f"backend: {be.name}, model {be.model_for('generator')}"
+                  + (f" ({served})" if served else ""), highlight=False, soft_wrap=True)
+    with ExitStack() as stack:
+        shown = be if quiet or be.name == "offline" else stack.enter_context(
+            CallProgress(be, err))
+
+        def progress(msg: str) -> None:
+            if not quiet:
+                err.print(f"[dim]{be.name}[/dim] {msg}", highlight=False)
+
+        try:
+            yield Session(shown, library, catalog, config, progress)
+        finally:
+            close = getattr(be, "close", None)
+            if callable(close):
+                close()
+
+
+# What a person should know before a CPU language model starts (measured on 2 cores).
+LOCAL_EXPECT = (
+    "backend: local llama.cpp, model {model}. Expect minutes, not milliseconds: each agent "
+    "call takes 2-5 s on CPU and one oracle needs dozens of them (one LIBERO-10 oracle with "
+    "the 0.5B model took 3 min 17 s and was not approved; small models plan poorly). "
+    "The offline planner (the default) takes milliseconds.")
+
+
+class CallProgress:
+    """A language backend whose every agent call shows as a live line (role, task, elapsed)
+    and, when done, one line with its time: a minutes-long run is visibly moving."""
+
+    def __init__(self, backend: Any, console: Any) -> None:
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self._backend = backend
+        self._console = console
+        self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                                  TimeElapsedColumn(), console=console, transient=True)
+        self._count = 0
+        self._lock = threading.Lock()
+        self.name = backend.name
+        self.max_concurrency = getattr(backend, "max_concurrency", 1)
+
+    def __enter__(self) -> CallProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def model_for(self, role: str) -> str:
+        return self._backend.model_for(role)
+
+    def complete(self, call: Any, schema: Any) -> Any:
+        with self._lock:
+            self._count += 1
+            n = self._count
+        what = f"agent call {n}: {call.role} {call.task}"
+        task = self._progress.add_task(what)
+        start = time.perf_counter()
+        ok = False
+        try:
+            answer = self._backend.complete(call, schema)
+            ok = True
+            return answer
+        finally:
+            self._progress.remove_task(task)
+            took = time.perf_counter() - start
+            self._console.print(f"[dim]{what}: {took:.1f} s" + ("" if ok else ", failed")
+                                + "[/dim]", highlight=False)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
 
 
 def _run_guarded(fn: Any) -> Any:
@@ -227,7 +295,6 @@ def score(
 ) -> None:
     """Validity, executability, similarity to ground truth, module times and iterations."""
     from rich.console import Console
-    from rich.table import Table
 
     from mango.cli.scenes import scene_file
     from mango.errors import InputError
@@ -257,19 +324,56 @@ def score(
         sys.stdout.write(json.dumps({"oracles": [s.to_json() for s in scores],
                                      "summary": summary}) + "\n")
         return
-    table = Table(title="generated oracles")
-    for col in ("instruction", "valid", "executable", "similarity", "iterations", "seconds"):
-        table.add_column(col)
-
-    def fmt(v: Any) -> str:
-        return "-" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
-
-    for s in scores:
-        table.add_row(s.instruction[:60], fmt(s.valid), fmt(s.executable), fmt(s.similarity),
-                      fmt(s.iterations), fmt(s.seconds))
     con = Console()
-    con.print(table)
-    con.print({k: v for k, v in summary.items()})
+    for table in score_tables(scores, summary, scenes is not None):
+        con.print(table)
+
+
+def _cell(v: Any, digits: int = 3) -> str:
+    """A score as a person reads it: yes/no, a rounded number, "-" for not measured."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def _rate(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0%}"
+
+
+def score_tables(scores: list[Any], summary: dict[str, Any], have_scenes: bool) -> list[Any]:
+    """`generate score` as two rich tables: one row per oracle, then the summary (rates,
+    means, each module's iterations and time). Long instructions wrap at word breaks."""
+    from rich.table import Table
+
+    table = Table(title="generated oracles")
+    table.add_column("instruction", overflow="fold", ratio=1)
+    for col in ("valid", "executable", "similarity", "iterations", "seconds"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for s in scores:
+        table.add_row(s.instruction, _cell(s.valid), _cell(s.executable), _cell(s.similarity),
+                      _cell(s.iterations), _cell(s.seconds, 2))
+    total = Table(title="summary", show_header=False)
+    total.add_column("metric")
+    total.add_column("value", justify="right", overflow="fold")
+    executability = _rate(summary.get("executability")) if have_scenes else \
+        "not checked (give --scenes)"
+    for name, value in (("oracles", str(summary.get("n", 0))),
+                        ("validity", _rate(summary.get("validity"))),
+                        ("executability", executability),
+                        ("similarity, mean", _cell(summary.get("similarity"))),
+                        ("similarity, lowest", _cell(summary.get("min_similarity"))),
+                        ("iterations per oracle, mean", _cell(summary.get("mean_iterations"), 1)),
+                        ("seconds per oracle, mean", _cell(summary.get("mean_seconds"), 2))):
+        total.add_row(name, value)
+    for module, timing in (summary.get("modules") or {}).items():
+        its, secs = timing.get("iterations"), timing.get("seconds")
+        total.add_row(f"{module.replace('module', 'module ')}: iterations, seconds",
+                      f"{_cell(its, 1)}, {_cell(secs, 2)}")
+    return [table, total]
 
 
 @app.command()

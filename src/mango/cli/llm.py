@@ -69,7 +69,7 @@ def models(
     where = directory or model_dir()
     table = Table(title=f"models ({where})")
     for col in ("name", "status", "size", "description", "path"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for row in list_models(where):
         size = f"{row.size / 1e6:.0f} MB" if row.size else "-"
         table.add_row(row.name, row.status, size, row.description,

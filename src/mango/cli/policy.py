@@ -4,29 +4,36 @@ Brings up the sim stack (`config/stacks/sim.yaml`: sim_node, franka_control_node
 oracle_node, optionally the bag recorder) as processes, loads the oracle (`--oracle`, else the
 fine-grained oracle the scene names), sends `RunPolicy`, waits, asks the oracle node to finish,
 shuts everything down and prints the task verdict (the spec §6 report with `--json`, plus a
-`run` entry). Exit 0 when the run was judged (pass or fail; with `--exit-code`, 1 on fail),
-1 when it could not run, 2 on bad input. `mango.client.episode.run_episode` is the same as a
-Python API.
+`run` entry). `--attach` does the same on a stack already running (`mango bringup sim`, under
+`--namespace`, default the root) and leaves it running. Exit 0 when the run was judged (pass
+or fail; with `--exit-code`, 1 on fail), 1 when it could not run, 2 on bad input.
+`mango.client.episode.run_episode` is the same as a Python API.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from mango.cli.verdicts import ExitCodeOpt, exit_for
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 app = typer.Typer(help="Run VLA policies on the robot stack.", no_args_is_help=True)
 
 @app.command("run")
 def run(
-    scene: Annotated[str, typer.Option("--scene", "-s", help="Scene name or scene YAML.")],
+    scene: Annotated[str | None, typer.Option(
+        "--scene", "-s", help="Scene name or scene YAML (with --attach: default the stack's).")
+                     ] = None,
     oracle: Annotated[str | None, typer.Option(
         help="Fine-grained oracle JSON (default: the one the scene names).")] = None,
-    backend: Annotated[str, typer.Option(help="expert | openpi | openvla | lerobot")] = "expert",
+    backend: Annotated[str | None, typer.Option(
+        help="expert | openpi | openvla | lerobot (default expert).")] = None,
     fault: Annotated[str | None, typer.Option(
         help="Fault for the expert, KIND@WHEN (e.g. drop@0.5, skip@1).")] = None,
     seed: Annotated[int, typer.Option(help="Scene seed.")] = 0,
@@ -44,26 +51,33 @@ def run(
     checkpoint: Annotated[str | None, typer.Option(help="LeRobot checkpoint directory.")
                           ] = None,
     namespace: Annotated[str | None, typer.Option(
-        help="ROS namespace for the stack (default: a fresh one).")] = None,
+        help="ROS namespace for the stack (default: a fresh one; with --attach, the root).")
+                         ] = None,
+    attach: Annotated[bool, typer.Option(
+        "--attach", help="Run on the stack `mango bringup sim` left running, not a new one.")
+                      ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the nodes' output.")
                        ] = False,
     exit_code: ExitCodeOpt = False,
 ) -> None:
     """Run a policy on a scene in the embedded sim and print the oracle's verdict."""
     from rich.console import Console
-    from rich.table import Table
 
+    from mango.cli.bringup import node_output
     from mango.client.episode import Episode, RunFailed, run_episode
     from mango.errors import InputError
 
     err = Console(stderr=True)
-    out = (lambda label, line: err.print(f"[cyan]\\[{label}][/] {line}", highlight=False,
-                                         soft_wrap=True)) if verbose else None
+    out = node_output(err) if verbose else None
     options = {"preset": preset, "host": host, "port": port, "url": url,
                "checkpoint": checkpoint}
     try:
-        report = run_episode(Episode(scene, oracle, backend, fault, seed, bag, namespace,
-                                     options, views=record_views), output=out)
+        if scene is None and not attach:
+            raise InputError("give --scene (or --attach to a running `mango bringup sim`)",
+                             field="scene")
+        report = run_episode(Episode(scene, oracle, backend or "expert", fault, seed, bag,
+                                     namespace, options, views=record_views, attach=attach),
+                             output=out)
     except InputError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(2) from None
@@ -74,24 +88,38 @@ def run(
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
         exit_for(report["verdict"], exit_code)
         return
+    print_run(report, Console())
+    exit_for(report["verdict"], exit_code)
+
+
+def print_run(report: dict[str, Any], console: Console) -> None:
+    """The verdict, the step table, the events and the policy's account, as a person reads
+    them (times to 0.01 s, no raw Python values)."""
+    from rich.table import Table
+
     run_info = report["run"]
-    console = Console()
     colour = "green" if report["verdict"] == "pass" else "red"
     where = f" at step {report['failed_step']}" if report["failed_step"] else ""
     with_fault = f", fault {run_info['fault']}" if run_info["fault"] else ""
+    on = f", on the stack in {run_info['namespace']}" if run_info.get("attached") else ""
     console.print(f"[bold]{run_info['instruction']}[/] ({run_info['scene']}, "
-                  f"{run_info['backend']}{with_fault})")
-    console.print(f"verdict: [bold {colour}]{report['verdict']}[/]{where}")
+                  f"{run_info['backend']}{with_fault}{on})", highlight=False)
+    console.print(f"verdict: [bold {colour}]{report['verdict']}[/]{where}", highlight=False)
     table = Table()
     for col in ("step", "action", "status", "completed at (s)"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for s in report["steps"]:
         t = s.get("completed_t")
         table.add_row(s["path"], s["action_id"], s["status"], "" if t is None else f"{t:.2f}")
     console.print(table)
     for e in report.get("events", []):
-        console.print(f"  t={e['t']:.2f} {e['kind']} at {e['path']}: {e.get('detail', '')}")
-    console.print(f"policy: {run_info['policy_status']} ({run_info['policy_message']}), "
-                  f"{run_info['steps_executed']} steps in {run_info['chunks_requested']} chunks, "
-                  f"{run_info['wall_time']} s")
-    exit_for(report["verdict"], exit_code)
+        detail = f": {e['detail']}" if e.get("detail") else ""
+        console.print(f"  t={e['t']:.2f} s {e['kind']} at {e['path']}{detail}", highlight=False)
+    said = f" ({run_info['policy_message']})" if run_info["policy_message"] else ""
+    console.print(f"policy: {run_info['policy_status']}{said}, {run_info['steps_executed']} "
+                  f"steps in {run_info['chunks_requested']} chunks, "
+                  f"{run_info['wall_time']:.1f} s", highlight=False)
+    if run_info.get("bag"):
+        kept = " (the stack's recorder; it records until the stack stops)" if run_info.get(
+            "attached") else ""
+        console.print(f"bag: {run_info['bag']}{kept}", highlight=False, soft_wrap=True)

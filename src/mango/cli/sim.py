@@ -54,7 +54,7 @@ def scenes(json_output: Annotated[bool, typer.Option("--json")] = False) -> None
         return
     table = Table(title="scenes")
     for col in ("name", "#", "instruction", "oracle"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for r in rows:
         table.add_row(r["name"], str(r["task_index"]), r["instruction"],
                       "yes" if r["oracle_exists"] else "[red]missing[/red]")
@@ -137,9 +137,13 @@ def _summary(console, result: EpisodeResult, trace: Path, labels: Path,
     console.print(f"{result.scene.name} seed {result.seed}: {ok}, "
                   f"{len(result.states)} states, t = {result.states[-1].t:.2f} s")
     if lab["fault"]:
-        where = lab["failed_step"] or "-"
-        console.print(f"fault {lab['fault']}: {lab['fault_note']}; ground truth: "
-                      f"{lab['event']} at step {where} (t = {lab['failed_t']})")
+        if lab["failed_step"]:
+            at = f" (t = {lab['failed_t']:.2f} s)" if lab["failed_t"] is not None else ""
+            truth = f"{lab['event']} at step {lab['failed_step']}{at}"
+        else:
+            truth = "no step fails (the task should pass)"
+        note = f": {lab['fault_note']}" if lab["fault_note"] else ""
+        console.print(f"fault {lab['fault']}{note}; ground truth: {truth}", highlight=False)
     if result.error:
         console.print(f"[yellow]expert stopped:[/yellow] {result.error}")
     console.print(f"trace: {trace}  labels: {labels}" + (f"  video: {video}" if video else ""))
@@ -155,6 +159,14 @@ def evaluate(
 ) -> None:
     """Expert success rate per scene: every step done, and the oracle and goal agree."""
     from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
     from rich.table import Table
 
     from mango.errors import InputError
@@ -168,24 +180,31 @@ def evaluate(
     rows = []
     try:
         specs = [as_scene(s) for s in scene] if scene else [load_scene(p) for p in list_scenes()]
-        for sc in specs:
-            oracle, _ = load_oracle_json(sc)
-            goal = SymbolicOracle(sc.goal)
-            n_ok = n_oracle = n_goal = 0
-            failed: list[int] = []
-            for seed in range(start, start + seeds):
-                res = run_episode(sc, seed)
-                o_pass = check_trace(oracle, res.states).verdict == "pass" if oracle else None
-                g_pass = goal.check(res.states).verdict == "pass"
-                n_ok += res.success
-                n_oracle += bool(o_pass)
-                n_goal += g_pass
-                if not (res.success and g_pass and o_pass is not False):
-                    failed.append(seed)
-                console.print(f"{sc.name} seed {seed}: expert {'ok' if res.success else 'FAIL'}"
-                              f", oracle {o_pass}, goal {g_pass}")
-            rows.append({"scene": sc.name, "seeds": seeds, "expert": n_ok, "oracle": n_oracle,
-                         "goal": n_goal, "failed_seeds": failed})
+        # one bar over every run (not a line per seed), gone once the table is printed
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
+                      console=console, transient=True) as progress:
+            bar = progress.add_task("expert runs", total=len(specs) * seeds)
+            for sc in specs:
+                oracle, _ = load_oracle_json(sc)
+                goal = SymbolicOracle(sc.goal)
+                n_ok = n_oracle = n_goal = 0
+                failed: list[int] = []
+                for seed in range(start, start + seeds):
+                    progress.update(bar, description=f"{sc.name} seed {seed}")
+                    res = run_episode(sc, seed)
+                    o_pass = (check_trace(oracle, res.states).verdict == "pass" if oracle
+                              else None)
+                    g_pass = goal.check(res.states).verdict == "pass"
+                    n_ok += res.success
+                    n_oracle += bool(o_pass)
+                    n_goal += g_pass
+                    if not (res.success and g_pass and o_pass is not False):
+                        failed.append(seed)
+                    progress.advance(bar)
+                rows.append({"scene": sc.name, "seeds": seeds, "expert": n_ok,
+                             "oracle": n_oracle if oracle else None, "goal": n_goal,
+                             "failed_seeds": failed})
     except InputError as exc:
         _fail(exc)
     if json_output:
@@ -193,8 +212,9 @@ def evaluate(
         return
     table = Table(title=f"expert success over {seeds} seeds")
     for col in ("scene", "expert", "oracle pass", "goal pass", "failed seeds"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["scene"], f"{r['expert']}/{r['seeds']}", f"{r['oracle']}/{r['seeds']}",
-                      f"{r['goal']}/{r['seeds']}", ",".join(map(str, r["failed_seeds"])))
+        oracle_cell = "no oracle" if r["oracle"] is None else f"{r['oracle']}/{r['seeds']}"
+        table.add_row(r["scene"], f"{r['expert']}/{r['seeds']}", oracle_cell,
+                      f"{r['goal']}/{r['seeds']}", ", ".join(map(str, r["failed_seeds"])))
     Console().print(table)

@@ -23,7 +23,9 @@ from typing import Any
 
 import numpy as np
 from action_msgs.srv import CancelGoal
+from rcl_interfaces.srv import GetParameters
 from rclpy.node import Node
+from rclpy.parameter import parameter_value_to_python
 from std_srvs.srv import Trigger
 
 from mango.client.session import VerdictFollower, spun_node, wait_until
@@ -35,7 +37,7 @@ from mango.ros.motion_msg import command_to_msg
 from mango.ros.trajectory_msg import chunk_goal
 from mango_ros.action import ExecuteChunk, ExecuteMotion, RunPolicy
 from mango_ros.msg import StepVerdict, TaskVerdict
-from mango_ros.srv import Halt, LoadOracle
+from mango_ros.srv import Halt, LoadOracle, ResetScene
 
 FR3_JOINTS: tuple[str, ...] = tuple(f"fr3_joint{i}" for i in range(1, 8))
 
@@ -57,6 +59,13 @@ class OracleLoaded:
 
 
 @dataclass(frozen=True)
+class SceneReset:
+    success: bool
+    message: str
+    instruction: str  # the scene's task
+
+
+@dataclass(frozen=True)
 class RobotNames:
     """Action, service and topic names, relative to the robot's namespace."""
 
@@ -65,6 +74,7 @@ class RobotNames:
     halt: str = "halt"
     run_policy: str = "run_policy"
     oracle_node: str = "oracle_node"
+    sim_node: str = "sim_node"
 
 
 class Robot:
@@ -323,10 +333,29 @@ class Robot:
         seen = self.task_verdicts_seen() if after is None else after
         return self._wait(lambda: self.verdicts.task_after(seen), timeout, "the task verdict")
 
+    # ------------------------------------------------------------------ any node
+
+    def reset_scene(self, scene: str = "", seed: int = 0, timeout: float = 120.0
+                    ) -> SceneReset:
+        """Reset the embedded simulator (world time restarts, which starts the oracle node's
+        next episode); `scene` "" keeps the current scene."""
+        reply = self._call(ResetScene, f"{self.names.sim_node}/reset",
+                           ResetScene.Request(scene=scene, seed=seed), timeout)
+        return SceneReset(reply.success, reply.message, reply.instruction)
+
+    def parameters(self, node: str, names: Sequence[str], timeout: float = 10.0
+                   ) -> dict[str, Any]:
+        """Parameters of one of the stack's nodes (a name relative to the namespace), through
+        its standard `get_parameters` service; a parameter the node lacks is left out."""
+        reply = self._call(GetParameters, f"{node}/get_parameters",
+                           GetParameters.Request(names=list(names)), timeout)
+        values = [parameter_value_to_python(v) for v in reply.values]
+        return {k: v for k, v in zip(names, values, strict=False) if v is not None}
+
 
 def verdict_report(verdict: TaskVerdict) -> dict[str, Any]:
     """The oracle's spec §6 report a task verdict carries."""
     return json.loads(verdict.report_json)
 
 
-__all__ = ["OracleLoaded", "Reply", "Robot", "RobotNames", "verdict_report"]
+__all__ = ["OracleLoaded", "Reply", "Robot", "RobotNames", "SceneReset", "verdict_report"]

@@ -36,7 +36,8 @@ class BagRecorder(Node):
         out = p["output"]
         if not out:
             raise ValueError("parameter 'output' (bag directory) is required")
-        out = out.replace("{stamp}", time.strftime("%Y%m%d_%H%M%S"))
+        # absolute, so the line logged below says exactly where the bag is
+        out = str(Path(out.replace("{stamp}", time.strftime("%Y%m%d_%H%M%S"))).resolve())
         self._wanted = {t for t in p["topics"] if t}
         self.writer = BagWriter(Path(out))
         self._subs: dict[str, object] = {}

@@ -8,6 +8,7 @@ import math
 import signal
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -119,6 +120,15 @@ def one_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+def quiet_rclpy_deprecations() -> None:
+    """rclpy's action server logs through its own deprecated `Logger.warn` (ros2/rclpy,
+    rclpy/rclpy/action/server.py), so every "client gone away" warning came with a
+    `DeprecationWarning` nobody here can act on where warnings are shown. The warning it logs
+    still appears, under its logger's name."""
+    warnings.filterwarnings("ignore", message="Deprecated in favor of", category=DeprecationWarning,
+                            module=r"rclpy\.")
+
+
 def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None,
              threads: int = 2) -> None:
     """Create the node, spin it on a multi-threaded executor until shutdown.
@@ -129,6 +139,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None,
     """
     # `kill -USR1 <pid>` prints every thread's stack: what a stuck node is doing
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    quiet_rclpy_deprecations()
     rclpy.init(args=args)
     node = None
     code = 0

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header
@@ -281,6 +282,9 @@ class SimNode(Node):
         except (InputError, OSError, ValueError) as exc:
             response.success, response.message = False, str(exc)
             return response
+        # the parameters say what runs now, for a client that attaches later
+        self.set_parameters([Parameter("scene", value=self.env.scene.name),
+                             Parameter("seed", value=int(request.seed))])
         response.success = True
         response.message = f"scene {self.env.scene.name}, seed {request.seed}"
         response.instruction = self.env.scene.instruction

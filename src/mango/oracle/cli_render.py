@@ -30,10 +30,10 @@ def render_report(report: Report, console: Console, json_output: bool = False) -
     from rich.table import Table
 
     table = Table(title="Steps", title_justify="left")
-    table.add_column("step", style="bold")
-    table.add_column("action")
-    table.add_column("status")
-    table.add_column("completed t", justify="right")
+    table.add_column("step", style="bold", overflow="fold")
+    table.add_column("action", overflow="fold")
+    table.add_column("status", overflow="fold")
+    table.add_column("completed t", justify="right", overflow="fold")
     for s in report.steps:
         status, style = s.status, _STATUS_STYLE[s.status]
         if s.path == report.failed_step:
@@ -45,10 +45,10 @@ def render_report(report: Report, console: Console, json_output: bool = False) -
     console.print(table)
     if report.events:
         ev = Table(title="Events", title_justify="left")
-        ev.add_column("t", justify="right")
-        ev.add_column("kind")
-        ev.add_column("step", style="bold")
-        ev.add_column("detail")
+        ev.add_column("t", justify="right", overflow="fold")
+        ev.add_column("kind", overflow="fold")
+        ev.add_column("step", style="bold", overflow="fold")
+        ev.add_column("detail", overflow="fold")
         for e in report.events:
             ev.add_row(
                 _t(e.t), f"[{_EVENT_STYLE.get(e.kind, 'white')}]{e.kind}[/]", e.path, e.detail
@@ -75,10 +75,10 @@ def render_problems(problems: Iterable[Problem], console: Console) -> None:
         console.print("[bold green]no problems[/]: every expression is well-formed and grounded")
         return
     table = Table(title=f"{len(problems)} problem(s)", title_justify="left")
-    table.add_column("step", style="bold")
-    table.add_column("kind", style="red")
-    table.add_column("message")
-    table.add_column("field", style="dim")
+    table.add_column("step", style="bold", overflow="fold")
+    table.add_column("kind", style="red", overflow="fold")
+    table.add_column("message", overflow="fold")
+    table.add_column("field", style="dim", overflow="fold")
     for p in problems:
         table.add_row(p.path or "(oracle)", p.kind, p.message, p.field)
     console.print(table)
