@@ -165,9 +165,9 @@ WALK: dict[str, tuple[Step, ...]] = {
     "mango oracle symbolic GOAL TRACE.jsonl": (
         Run(f"mango oracle symbolic {SOUP} {SOUP_TRACE}", expect=("PASS",)),
     ),
-    "mango bringup oracle|demo|STACK.yaml [--set NODE.PARAM=VALUE]": (
+    "mango bringup oracle|demo|sim|STACK.yaml [--set NODE.PARAM=VALUE] [--bag DIR]": (
         Start("oracle", "mango bringup oracle --set trace_player.rate_scale=4 "
-              "--set bag_recorder.output={work}/out/oracle_bag",
+              "--bag {work}/out/oracle_bag",
               ready=("listening on /world_state",)),
     ),
     "mango record -o BAG [TOPICS…]": (
@@ -216,10 +216,14 @@ WALK: dict[str, tuple[Step, ...]] = {
         Run("mango bag info out/views", expect=("/tf_static", "/robot_description",
                                                 "/camera/front/image_raw")),
     ),
-    "mango bringup sim": (
-        Start("sim", "mango bringup sim",
+    "mango bringup sim --scene book_caddy [--bag DIR] [--namespace NS]": (
+        Start("sim", "mango bringup sim --scene book_caddy --bag {work}/out/sim_bag",
               ready=("[sim_node]", "[franka_control_node]", "[vla_node]", "[oracle_node]")),
+    ),
+    "mango policy run --attach [--namespace NS] [--scene book_caddy]": (
+        Run("mango policy run --attach", expect=("pass", "out/sim_bag")),
         Stop("sim"),
+        Run("mango bag info out/sim_bag", expect=("world_state", "task_verdict")),
     ),
     "mango generate library --tasks config/tasks/libero10.json -o libs/": (
         Run("mango generate library --tasks config/tasks/libero10.json -o libs/",
