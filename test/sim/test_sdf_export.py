@@ -31,6 +31,7 @@ SPEC: dict[str, tuple[str, str, str, str]] = {
     "axis/limit": ("", "dissipation effort lower stiffness upper velocity", "", ""),
     "axis/xyz": ("vector3", "", "expressed_in", ""),
     "box/size": ("vector3", "", "", ""),
+    "camera/camera_info_topic": ("string", "", "", ""),
     "camera/clip": ("", "far near", "", ""),
     "camera/horizontal_fov": ("double", "", "", ""),
     "camera/image": ("", "anti_aliasing format height width", "", ""),
@@ -355,7 +356,8 @@ def test_a_scene_camera_is_a_camera_sensor_looking_where_the_scene_says() -> Non
         assert rot[2, 2] > 0  # image up is world up-ish
         sensor = model.find("link/sensor")
         assert sensor.get("type") == "camera"
-        assert sensor.findtext("topic") == f"camera/{cam.name}/image_raw"
+        assert sensor.findtext("topic") == f"/camera/{cam.name}/image_raw"
+        assert sensor.findtext("camera/camera_info_topic") == f"/camera/{cam.name}/camera_info"
         # square images: horizontal field of view = the scene's vertical one
         assert float(sensor.findtext("camera/horizontal_fov")) == pytest.approx(
             math.radians(cam.fovy))

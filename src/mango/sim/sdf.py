@@ -13,7 +13,8 @@ oracle geometry, not bodies).
   initial joint position, so a joint's zero is the scene's `q_init` and its limits are
   shifted by it (Gazebo position = q - q_init);
 - the table and other fixtures: static models; the floor a ground plane;
-- the scene cameras: static models carrying a `camera` sensor on `camera/<name>/image_raw`.
+- the scene cameras: static models carrying a `camera` sensor on `/camera/<name>/image_raw`
+  (and `camera_info`), the topics the ROS stacks use once ros_gz_bridge carries them.
 
 The world's system plugins are gz-sim's: physics, user commands, scene broadcaster (as in
 gazebosim/gz-sim examples/worlds/empty.sdf) and sensors with ogre2 (examples/worlds/
@@ -276,6 +277,7 @@ class _WorldWriter:
             camera = ET.SubElement(sensor, "camera")
             fovy = math.radians(float(m.cam_fovy[c]))
             hfov = 2 * math.atan(math.tan(fovy / 2) * width / height)
+            _text(camera, "camera_info_topic", f"/camera/{name}/camera_info")
             _text(camera, "horizontal_fov", _num(hfov))
             image = ET.SubElement(camera, "image")
             _text(image, "width", str(width))
@@ -285,7 +287,7 @@ class _WorldWriter:
             _text(clip, "far", "10")
             _text(sensor, "always_on", "true")
             _text(sensor, "update_rate", _num(self.camera_rate))
-            _text(sensor, "topic", f"camera/{name}/image_raw")
+            _text(sensor, "topic", f"/camera/{name}/image_raw")
 
 
 def scene_world(scene: SceneSpec, seed: int = 0, *, image_size: tuple[int, int] = (224, 224),
