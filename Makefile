@@ -10,7 +10,8 @@ BUILD  := build/cmake
 ENV    := . $(BIN)/activate &&
 
 REQS       := requirements/ros-runtime.txt requirements/ros-build.txt requirements/python.txt \
-              requirements/constraints.txt $(wildcard requirements/extra.txt)
+              requirements/constraints.txt requirements/no-deps.txt \
+              $(wildcard requirements/extra.txt)
 INTERFACES := $(wildcard msg/*.msg srv/*.srv action/*.action) CMakeLists.txt package.xml
 
 .PHONY: setup test lint demo bench clean doctor
@@ -31,7 +32,9 @@ $(BIN)/python:
 $(STAMPS)/deps: $(BIN)/python $(REQS)
 	@mkdir -p $(STAMPS)
 	$(BIN)/pip install -q --disable-pip-version-check -c requirements/constraints.txt \
-	  $(foreach r,$(filter-out requirements/constraints.txt,$(REQS)),-r $(r))
+	  $(foreach r,$(filter-out requirements/constraints.txt requirements/no-deps.txt,$(REQS)),-r $(r))
+	$(BIN)/pip install -q --disable-pip-version-check --no-deps -c requirements/constraints.txt \
+	  -r requirements/no-deps.txt
 	@touch $@
 
 # The interfaces are generated with the wheels' rosidl/ament tooling into the venv prefix.

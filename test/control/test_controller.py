@@ -23,7 +23,7 @@ from mango.control import (
 from mango.control.backends import SimBackend
 from mango.policy.kinematics import make_kinematics
 
-ROBOT = load_robot("sim_fr3")
+ROBOT = load_robot("fr3")
 KIN = make_kinematics(ROBOT)
 PERIOD = 0.005
 

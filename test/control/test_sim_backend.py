@@ -13,7 +13,7 @@ from support.arm import FakeSim
 from mango.control import GoalRun, JointStateReader, JointTrajectory, load_robot
 from mango.control.backends import SimBackend
 
-ROBOT = load_robot("sim_fr3")
+ROBOT = load_robot("fr3")
 PERIOD = 0.005
 
 

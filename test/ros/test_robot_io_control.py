@@ -29,7 +29,7 @@ from mango.policy.kinematics import make_kinematics
 from mango.ros.trajectory_msg import chunk_goal
 from mango_ros.action import ExecuteChunk
 
-ROBOT = load_robot("sim_fr3")
+ROBOT = load_robot("fr3")
 JOINTS = list(ROBOT.joint_names)
 KIN = make_kinematics(ROBOT)
 CONTROL_RATE = 100.0
@@ -62,7 +62,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     procs.start("sim_node", "mango.nodes.sim_node", "-r", f"__ns:={ns}",
                 "-p", "scene:=libero10_soup_sauce_basket", "-p", "camera_rate:=0.0")
     procs.start("control", "mango.nodes.franka_control_node", "-r", f"__ns:={ns}",
-                "-p", "backend:=sim", "-p", "robot:=sim_fr3",
+                "-p", "backend:=sim", "-p", "robot:=fr3",
                 "-p", f"control_rate:={CONTROL_RATE}")
     with spun_node("test", threads=3) as node:
         states: list[tuple[float, np.ndarray, float]] = []
