@@ -7,7 +7,6 @@ unchanged; the physics model is built from it in `mango.sim.build`.
 from __future__ import annotations
 
 import math
-
 import re
 from pathlib import Path
 from typing import Annotated, Literal
