@@ -123,23 +123,23 @@ def test_velocity_is_checked_from_the_measured_position() -> None:
 
 
 def test_a_first_point_slightly_too_soon_starts_the_chunk_late() -> None:
-    # The arm is 0.17 rad from where the sender timed the first point on joint 1:
-    # 0.17 rad in 1/15 s is 2.55 rad/s, over joint 1's 2.175 rad/s.
+    # The arm is 0.21 rad from where the sender timed the first point on joint 1:
+    # 0.21 rad in 1/15 s is 3.15 rad/s, over the FR3 joint 1's 2.62 rad/s.
     pts = _pts(4, step=0.05)
-    here = np.asarray(pts[0]) - np.array([0.17, 0, 0, 0, 0, 0, 0])
+    here = np.asarray(pts[0]) - np.array([0.21, 0, 0, 0, 0, 0, 0])
     times = _times(4)
     traj = validate_trajectory(FR3.joint_names, times, pts, None, FR3, here,
                                max_start_delay=0.05)
-    delay = 0.17 / FR3.vmax[0] - times[0]
+    delay = 0.21 / FR3.vmax[0] - times[0]
     assert 0 < delay < 0.05
     assert np.allclose(traj.times, np.asarray(times) + delay)  # every point moves by as much
     assert np.allclose(traj.positions, pts)
     # The same goal with less allowed delay, or none, is refused, saying by how much it is off.
-    with pytest.raises(GoalRejected, match=r"point 0, fr3_joint1: velocity 2\.550 rad/s from "
-                                           r"measured position .* delay the chunk by 0\.011 s, "
+    with pytest.raises(GoalRejected, match=r"point 0, fr3_joint1: velocity 3\.150 rad/s from "
+                                           r"measured position .* delay the chunk by 0\.013 s, "
                                            r"more than the 0\.01 s allowed"):
         validate_trajectory(FR3.joint_names, times, pts, None, FR3, here, max_start_delay=0.01)
-    with pytest.raises(GoalRejected, match=r"exceeds the limit 2\.175 rad/s$"):
+    with pytest.raises(GoalRejected, match=r"exceeds the limit 2\.620 rad/s$"):
         validate_trajectory(FR3.joint_names, times, pts, None, FR3, here)
     # A too-fast segment between two points is the sender's, and no delay makes it slower.
     fast = [list(q) for q in pts]
@@ -152,11 +152,11 @@ def test_chunk_timing_and_slowdown_for_velocity_limits() -> None:
     chunk = np.column_stack([_pts(4, step=0.05), np.full(4, 0.08)])
     traj = chunk_to_trajectory(chunk, 15.0, FR3.joint_names)
     assert np.allclose(traj.times, _times())
-    # 0.3 rad in one row at 15 Hz is 4.5 rad/s: slowed to 90 % of joint 1's 2.175 rad/s
+    # 0.3 rad in one row at 15 Hz is 4.5 rad/s: slowed to 90 % of the FR3 joint 1's 2.62 rad/s
     chunk[1, 0] += 0.25
     slowed = chunk_to_trajectory(chunk, 15.0, FR3.joint_names, np.asarray(FR3.home), FR3.vmax)
     seg = slowed.times[1] - slowed.times[0]
-    assert seg == pytest.approx(0.30 / (0.9 * 2.175))
+    assert seg == pytest.approx(0.30 / (0.9 * 2.62))
     validate_trajectory(FR3.joint_names, slowed.times, slowed.positions, slowed.gripper, FR3,
                         np.asarray(FR3.home))
 
@@ -195,7 +195,7 @@ def test_motion_batch_is_planned_up_front() -> None:
     [
         (MotionCommand("move", (0, 0, 0), 10.0), "direction must be a non-zero"),
         (MotionCommand("move", (1, 0, 0), 3000.0), "outside the workspace box"),
-        (MotionCommand("move", (0, 0, -1), 500.0), "outside the workspace box"),
+        (MotionCommand("move", (0, 0, -1), 600.0), "outside the workspace box"),
         (MotionCommand("rotate", axis=(0, 0, 0), angle_deg=10), "axis must be a non-zero"),
         (MotionCommand("gripper_width", width=0.5), "gripper width 0.5 m outside"),
         (MotionCommand("wait", duration=-1), "wait duration"),

@@ -197,8 +197,8 @@ def test_invalid_goal_rejected_with_reason(rig: Rig, mutate, reason: str) -> Non
 def test_first_point_a_little_too_soon_starts_late(rig: Rig) -> None:
     """The arm moved on since the sender timed the chunk: it starts late, not refused."""
     q0 = rig.measured()
-    # 0.16 rad on joint 1 in 1/15 s is 2.4 rad/s, over its 2.175 rad/s: ~7 ms late.
-    pts = ramp(q0, np.array([0.16, 0, 0, 0, 0, 0, 0]), 1)
+    # 0.2 rad on joint 1 in 1/15 s is 3 rad/s, over the FR3's 2.62 rad/s: ~10 ms late.
+    pts = ramp(q0, np.array([0.2, 0, 0, 0, 0, 0, 0]), 1)
     pts = np.vstack([pts, ramp(pts[0], np.array([0.05, 0, 0, 0, 0, 0, 0]), 4)])
     res = result_of(send(rig.robot.start_chunk(chunk(pts))))
     assert res.result is TaskResult.SUCCEEDED, res.message
