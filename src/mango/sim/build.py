@@ -37,7 +37,8 @@ ROBOT_PART_OF_BODY: dict[str, str] = {
 }
 ROBOT_ROOT = "robot_base"
 # Position servos on each finger (0..0.04 m): the Franka Hand's 70 N continuous grasp force.
-FINGER_KP, FINGER_FORCE, FINGER_DAMPING = 500.0, 70.0, 100.0
+FINGER_KP, FINGER_FORCE, FINGER_DAMPING = 5000.0, 70.0, 700.0
+SMALL_PADS = frozenset(f"fingertip_pad_collision_{i}" for i in range(2, 6))
 
 
 def fr3_assets_dir() -> Path:
@@ -77,7 +78,7 @@ def fr3_spec(base: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> mujoco.MjSpe
     for name in FINGER_JOINTS:
         j = spec.joint(name)
         j.frictionloss = 0.0
-        j.armature = 0.001
+        j.armature = 0.05
         j.damping = [FINGER_DAMPING, 0.0, 0.0]
         spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT,
                           gaintype=mujoco.mjtGain.mjGAIN_FIXED, gainprm=[FINGER_KP] + [0] * 9,
@@ -87,10 +88,19 @@ def fr3_spec(base: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> mujoco.MjSpe
                           forcelimited=True)
     for g in spec.geoms:
         body = g.parent.name
-        if body in ("left_finger", "right_finger") and g.contype:
+        if body in ("left_finger", "right_finger") and g.classname.name in SMALL_PADS:
+            # the four 6 mm fingertip bumps: on a round object their edges sink in and push it
+            # sideways (net 8 N on a held can) until a shake works it out of the grasp; the
+            # 17 mm main pad behind them grips flat
+            g.contype = g.conaffinity = 0
+        elif body in ("left_finger", "right_finger") and g.contype:
             # grip like a rubber pad: torsional friction keeps a held object from spinning
             g.friction = [1.0, 0.5, 0.0001]
             g.condim = 6
+            # stiff pads: at the hand's 70 N the default soft contact sinks ~4 mm into an
+            # object, far enough for the recessed side pads to touch it and push it sideways
+            g.solref = [0.004, 1.0]
+            g.solimp = [0.95, 0.99, 0.001, 0.5, 2.0]
     hand = spec.body("hand")
     hand.add_site(name=HAND_SITE, pos=[0, 0, TCP_OFFSET], size=[0.005], group=5)
     return spec
