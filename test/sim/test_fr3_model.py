@@ -155,3 +155,46 @@ def test_fingers_close_and_open_within_a_second() -> None:
     f = env.finger_positions()
     assert abs(f[0] - f[1]) < 1e-3
     assert len(FINGER_JOINTS) == 2
+
+
+def test_a_grasped_can_is_squeezed_straight_and_survives_a_shake() -> None:
+    # A round object between the Franka Hand's pads: the squeeze is along the opening axis
+    # only (no contact pushing it out sideways) and a fast wrist shake does not work it loose.
+    from mango.sim.expert.motions import down_quat
+    from mango.sim.scene import EntitySpec
+
+    can = EntitySpec(id="can_1", shape="cylinder", size=(0.055, 0.055, 0.1), mass=0.15,
+                     position=(-0.1, 0.1))
+    scene = SceneSpec(name="grip", instruction="", goal="true", entities=[can], expert=[])
+    env = SimEnv(scene, cameras=())
+    ik = env.ik_solver()
+    c = np.asarray(env.world_state().objects["can_1"].position)
+    top = c[2] + 0.05
+    q_above = ik.require(c + [0, 0, 0.08], down_quat(math.pi / 2), env.joint_positions())
+    q_at = ik.require(np.r_[c[:2], top - 0.022], down_quat(math.pi / 2), q_above)
+    for q, w, n in ((q_above, 0.08, 20), (q_at, 0.08, 20), (q_at, 0.0, 15)):
+        for _ in range(n):
+            env.step(np.r_[q, w])
+    m, d = env.model, env.data
+    body = env.built.entity_body["can_1"]
+    force, squeeze, f6 = np.zeros(3), 0.0, np.zeros(6)
+    for i in range(d.ncon):
+        con = d.contact[i]
+        if body in (m.geom_bodyid[con.geom1], m.geom_bodyid[con.geom2]):
+            mujoco.mj_contactForce(m, d, i, f6)
+            normal = con.frame[:3] * f6[0]
+            if env.built.geom_owner[con.geom1].startswith("robot") or \
+                    env.built.geom_owner[con.geom2].startswith("robot"):
+                force += normal if m.geom_bodyid[con.geom2] == body else -normal
+                squeeze += abs(f6[0])
+    opening = quat_to_mat(env.hand_pose()[1])[:, 1]
+    sideways = force - np.dot(force, opening) * opening
+    assert squeeze > 40.0  # both fingers together, N
+    assert np.linalg.norm(sideways[:2]) < 1.0
+    q_up = ik.require(c + [0, 0, 0.15], down_quat(math.pi / 2), q_at)
+    for _ in range(15):
+        env.step(np.r_[q_up, 0.0])
+    for k in range(12):  # joint 7 flicked +-0.3 rad every control period
+        env.step(np.r_[q_up + np.eye(7)[6] * (0.3 if k % 2 else -0.3), 0.0])
+    assert env.world_state().fact("grasped(can_1)")
+    assert env.world_state().objects["can_1"].position[2] > c[2] + 0.08
