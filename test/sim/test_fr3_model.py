@@ -170,7 +170,7 @@ def test_a_grasped_can_is_squeezed_straight_and_survives_a_shake() -> None:
     ik = env.ik_solver()
     c = np.asarray(env.world_state().objects["can_1"].position)
     top = c[2] + 0.05
-    q_above = ik.require(c + [0, 0, 0.08], down_quat(math.pi / 2), env.joint_positions())
+    q_above = ik.require(c + np.array([0, 0, 0.08]), down_quat(math.pi / 2), env.joint_positions())
     q_at = ik.require(np.r_[c[:2], top - 0.022], down_quat(math.pi / 2), q_above)
     for q, w, n in ((q_above, 0.08, 20), (q_at, 0.08, 20), (q_at, 0.0, 15)):
         for _ in range(n):
@@ -191,7 +191,7 @@ def test_a_grasped_can_is_squeezed_straight_and_survives_a_shake() -> None:
     sideways = force - np.dot(force, opening) * opening
     assert squeeze > 40.0  # both fingers together, N
     assert np.linalg.norm(sideways[:2]) < 1.0
-    q_up = ik.require(c + [0, 0, 0.15], down_quat(math.pi / 2), q_at)
+    q_up = ik.require(c + np.array([0, 0, 0.15]), down_quat(math.pi / 2), q_at)
     for _ in range(15):
         env.step(np.r_[q_up, 0.0])
     for k in range(12):  # joint 7 flicked +-0.3 rad every control period
