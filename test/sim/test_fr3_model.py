@@ -198,3 +198,42 @@ def test_a_grasped_can_is_squeezed_straight_and_survives_a_shake() -> None:
         env.step(np.r_[q_up + np.eye(7)[6] * (0.3 if k % 2 else -0.3), 0.0])
     assert env.world_state().fact("grasped(can_1)")
     assert env.world_state().objects["can_1"].position[2] > c[2] + 0.08
+
+
+def test_the_published_tf_puts_the_hand_where_the_sim_has_it() -> None:
+    """What rviz draws from `/tf` (world -> base from sim_node, base -> fr3_hand_tcp from
+    robot_state_node's URDF chain) is the sim's own hand, for the arm wherever it is."""
+    from mango.control.robot_state import RobotState, load_robot_description
+
+    state = RobotState(load_robot_description()[0])
+    env = SimEnv("libero10_stove_moka", image_size=(32, 32))
+    rng = np.random.default_rng(5)
+    robot = load_robot("fr3")
+    try:
+        for _ in range(5):
+            q = rng.uniform(robot.lower + 0.2, robot.upper - 0.2)
+            with env.lock:
+                env.data.qpos[env.built.arm_qpos] = q
+                mujoco.mj_forward(env.model, env.data)
+            edges = {t.child: t for t in state.fixed_transforms()}
+            edges.update({t.child: t for t in state.transforms(
+                {f"fr3_joint{i + 1}": float(v) for i, v in enumerate(env.joint_positions())})})
+            m, frame = np.eye(4), "fr3_hand_tcp"
+            while frame in edges:
+                m = edges[frame].matrix() @ m
+                frame = edges[frame].parent
+            base_pos, base_quat = env.robot_base_pose()
+            world = np.eye(4)
+            world[:3, :3], world[:3, 3] = quat_to_mat(base_quat), base_pos
+            hand_pos, hand_quat = env.hand_pose()
+            np.testing.assert_allclose((world @ m)[:3, 3], hand_pos, atol=1e-6)
+            dot = abs(float(np.dot(hand_quat, _mat_quat((world @ m)[:3, :3]))))
+            assert dot == pytest.approx(1.0, abs=1e-6)
+    finally:
+        env.close()
+
+
+def _mat_quat(r: np.ndarray) -> np.ndarray:
+    from mango.geometry import mat_to_quat
+
+    return mat_to_quat(r)
