@@ -19,6 +19,18 @@ def _sim(cfg: PerceptionConfig) -> PerceptionBackend:
     return SimSegmentationBackend.from_config(cfg)
 
 
+def _tabletop(cfg: PerceptionConfig) -> PerceptionBackend:
+    from mango.perception.tabletop import TabletopBackend
+
+    return TabletopBackend.from_config(cfg)
+
+
+def _aruco(cfg: PerceptionConfig) -> PerceptionBackend:
+    from mango.perception.aruco import ArucoBackend
+
+    return ArucoBackend.from_config(cfg)
+
+
 @dataclass(frozen=True)
 class BackendEntry:
     """How to make a backend, and what a caller must feed it without making one."""
@@ -31,6 +43,8 @@ class BackendEntry:
 
 BACKENDS: dict[str, BackendEntry] = {
     "sim": BackendEntry(_sim, privileged=True, needs_scene=True),
+    "tabletop": BackendEntry(_tabletop),
+    "aruco": BackendEntry(_aruco),
 }
 
 
