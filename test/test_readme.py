@@ -168,6 +168,12 @@ WALK: dict[str, tuple[Step, ...]] = {
     "make demo VIEWS=1": (NotHere("not run from inside the suite; `mango demo --record-views` "
                                   "is tested in test/ros/test_views.py", _check_make_demo_views),),
     "mango doctor": (Run("mango doctor", expect=("dds round trip",)),),
+    "mango perception markers --ids 0-5 --size-mm 40 -o sheet.pdf [--dictionary "
+    "apriltag_36h11] [--dpi 300] [--page a4]": (
+        Run("mango perception markers --ids 0-5 --size-mm 40 -o sheet.pdf", expect=("300 DPI",)),
+        Run("mango perception markers --ids 0-5 --size-mm 40 -o sheet.png --dictionary "
+            "apriltag_36h11 --dpi 150 --page letter", expect=("150 DPI on letter",)),
+    ),
     "mango oracle check ORACLE.json TRACE.jsonl [--json] [--exit-code]": (
         Run(f"mango oracle check {SOUP} {SOUP_TRACE}", expect=("verdict: PASS",)),
         Run(f"mango oracle check {SOUP} {SOUP_TRACE} --json --exit-code",
