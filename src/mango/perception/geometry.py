@@ -103,4 +103,4 @@ def point_box(points: np.ndarray, trim: float = 0.0) -> PointBox | None:
     c, s = (lo + hi) / 2, hi - lo
     return PointBox((float(c[0]), float(c[1]), float(c[2])),
                     (float(s[0]), float(s[1]), float(s[2])),
-                    footprint_yaw(points[:, :2]), int(len(points)))
+                    footprint_yaw(points[:, :2]), len(points))

@@ -16,8 +16,8 @@ import numpy as np
 from mango.generation.models import SceneTask
 from mango.generation.offline.grounding import ground_phrase
 from mango.perception.base import (
-    DetectResult,
     Detection,
+    DetectResult,
     PerceptionConfig,
     PerceptionError,
     RGBDFrame,
