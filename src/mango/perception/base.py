@@ -16,7 +16,7 @@ of a `Detection` is in the world frame, in metres.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -93,6 +93,10 @@ class RGBDFrame:
     stamp: float = 0.0  # acquisition time of the images, seconds
     segmentation: np.ndarray | None = None
     segmentation_ids: tuple[str, ...] = ()
+
+    def without_privileged(self) -> RGBDFrame:
+        """The frame a real camera would give: no segmentation."""
+        return replace(self, segmentation=None, segmentation_ids=())
 
     @property
     def shape(self) -> tuple[int, int] | None:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from mango.generation.models import SceneTask
-from mango.generation.offline.grounding import ground_phrase
+from mango.generation.offline.grounding import PhraseGrounding, ground_phrase
 from mango.perception.base import (
     Detection,
     DetectResult,
@@ -55,6 +55,8 @@ class SimSegmentationBackend:
         self.task = SceneTask(**scene.task_objects()["task_objects"][0])  # type: ignore[arg-type]
         self.labels = {e.id: e.description or e.id.replace("_", " ") for e in scene.entities}
         self.labels[scene.table.id] = scene.table.id.replace("_", " ")
+        # a phrase's grounding depends on the phrase and the scene only: worked out once
+        self._grounded: dict[str, PhraseGrounding] = {}
 
     @classmethod
     def from_config(cls, cfg: PerceptionConfig) -> SimSegmentationBackend:
@@ -75,7 +77,9 @@ class SimSegmentationBackend:
         unmatched: list[str] = []
         messages: list[str] = []
         for phrase in phrases:
-            g = ground_phrase(phrase, self.task)
+            g = self._grounded.get(phrase)
+            if g is None:
+                g = self._grounded[phrase] = ground_phrase(phrase, self.task)
             if g.problem is not None:
                 unmatched.append(phrase)
                 messages.append(f"'{phrase}': {g.problem} in scene {self.scene.name}")
