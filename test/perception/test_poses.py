@@ -94,3 +94,14 @@ def test_frame_tree_chains_parents() -> None:
     np.testing.assert_allclose(pose.rotation @ [1, 0, 0], [0, 1, 0], atol=1e-6)
     tree.update([FrameTransform("wrist_camera", "base", (0, 0, 0), (1, 0, 0, 0))])  # a loop
     assert tree.lookup("world", "wrist_camera") is None
+
+
+def test_frame_tree_takes_the_transform_nearest_the_image() -> None:
+    tree = FrameTree()
+    for k in range(5):
+        tree.update([FrameTransform("world", "wrist_camera", (float(k), 0.0, 0.0),
+                                    (1.0, 0.0, 0.0, 0.0))], stamp=0.1 * k)
+    at = tree.camera_pose("world", "wrist_camera", stamp=0.21)
+    assert at is not None and at.position[0] == 2.0
+    newest = tree.camera_pose("world", "wrist_camera")
+    assert newest is not None and newest.position[0] == 4.0

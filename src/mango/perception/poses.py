@@ -98,32 +98,52 @@ def load_extrinsics(path: str | Path) -> Extrinsics:
 
 
 class FrameTree:
-    """The latest transform of each tf frame (parent -> child), and lookups of a frame in the
-    root frame by walking its parents. Latest only, no interpolation in time: enough for
-    fixed cameras and for a carried camera whose tf comes with each of its frames (sim_node)."""
+    """Recent transforms of each tf frame (parent -> child), and lookups of a frame in the
+    root frame by walking its parents. A frame that moves (a wrist camera) keeps its last few
+    transforms, and a lookup at a stamp takes the one nearest to it: the image's instant, not
+    the newest tf (no interpolation: sim_node publishes a carried camera's tf with each of its
+    frames, at the same stamp)."""
 
-    def __init__(self) -> None:
-        self._parent: dict[str, tuple[str, np.ndarray]] = {}
+    def __init__(self, keep: int = 8) -> None:
+        self.keep = keep
+        self._parent: dict[str, list[tuple[float | None, str, np.ndarray]]] = {}
 
-    def update(self, transforms: Iterable[FrameTransform]) -> None:
+    def update(self, transforms: Iterable[FrameTransform], stamp: float | None = None) -> None:
+        """Add transforms; `stamp` None marks them static (valid at any time)."""
         for t in transforms:
             m = np.eye(4)
             m[:3, :3], m[:3, 3] = quat_to_mat(t.rotation), t.translation
-            self._parent[t.child] = (t.parent, m)
+            hist = self._parent.setdefault(t.child, [])
+            if stamp is None:
+                hist.clear()
+            hist.append((stamp, t.parent, m))
+            del hist[:-self.keep]
 
-    def lookup(self, root: str, frame: str) -> np.ndarray | None:
-        """`root`_T_`frame` (4x4), None when the chain does not reach `root`."""
+    def _at(self, frame: str, stamp: float | None) -> tuple[str, np.ndarray] | None:
+        hist = self._parent.get(frame)
+        if not hist:
+            return None
+        if stamp is None:
+            _, parent, m = hist[-1]
+            return parent, m
+        _, parent, m = min(hist, key=lambda h: 0.0 if h[0] is None else abs(h[0] - stamp))
+        return parent, m
+
+    def lookup(self, root: str, frame: str, stamp: float | None = None) -> np.ndarray | None:
+        """`root`_T_`frame` (4x4) at `stamp` (None: newest), None when the chain does not
+        reach `root`."""
         t = np.eye(4)
         node, seen = frame, set()
         while node != root:
-            if node in seen or node not in self._parent:
+            step = self._at(node, stamp)
+            if node in seen or step is None:
                 return None
             seen.add(node)
-            parent, m = self._parent[node]
+            node, m = step
             t = m @ t
-            node = parent
         return t
 
-    def camera_pose(self, root: str, frame: str) -> CameraPose | None:
-        t = self.lookup(root, frame)
+    def camera_pose(self, root: str, frame: str, stamp: float | None = None
+                    ) -> CameraPose | None:
+        t = self.lookup(root, frame, stamp)
         return None if t is None else CameraPose.from_matrix(t)

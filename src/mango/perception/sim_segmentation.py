@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from mango.generation.models import SceneTask
 from mango.generation.offline.grounding import PhraseGrounding, ground_phrase
 from mango.perception.base import (
@@ -26,23 +24,6 @@ from mango.perception.geometry import back_project, mask_box, point_box, to_worl
 from mango.sim.scene import SceneSpec
 
 MIN_POINTS = 20  # fewer depth points than this make no box worth reporting
-
-
-def frame_problem(frame: RGBDFrame) -> str | None:
-    """Why a frame cannot give 3-D at all (the same for every phrase), or None."""
-    if frame.intrinsics is None:
-        return f"camera '{frame.camera}' has no CameraInfo yet"
-    if frame.pose is None:
-        return f"camera '{frame.camera}' has no pose in the world (no calibration / tf)"
-    if frame.depth is None:
-        return f"camera '{frame.camera}' has no depth image"
-    if frame.depth.shape != (frame.intrinsics.height, frame.intrinsics.width):
-        return (f"camera '{frame.camera}': depth is {frame.depth.shape[1]}x"
-                f"{frame.depth.shape[0]} but CameraInfo says {frame.intrinsics.width}x"
-                f"{frame.intrinsics.height}")
-    if not np.isfinite(frame.depth).any():
-        return f"camera '{frame.camera}': the depth image is empty (no valid reading)"
-    return None
 
 
 class SimSegmentationBackend:
@@ -69,7 +50,7 @@ class SimSegmentationBackend:
         if frame.segmentation is None:
             raise PerceptionError(f"camera '{frame.camera}' gives no segmentation: the 'sim' "
                                   "backend reads the simulator's and works in simulation only")
-        problem = frame_problem(frame)
+        problem = frame.problem()
         if problem is not None:
             return DetectResult((), tuple(phrases), (problem,))
         label_of = {ent: i for i, ent in enumerate(frame.segmentation_ids)}
