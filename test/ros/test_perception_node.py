@@ -12,8 +12,8 @@ import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import Image
 from std_msgs.msg import Header
-from tf2_msgs.msg import TFMessage
 from support.ros import Processes, call_service, wait_for
+from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
 from mango.control.robot_state import FrameTransform
