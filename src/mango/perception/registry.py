@@ -19,6 +19,18 @@ def _sim(cfg: PerceptionConfig) -> PerceptionBackend:
     return SimSegmentationBackend.from_config(cfg)
 
 
+def _owlv2(cfg: PerceptionConfig) -> PerceptionBackend:
+    from mango.perception.open_vocabulary import Owlv2Backend
+
+    return Owlv2Backend.from_config(cfg)
+
+
+def _grounding_dino(cfg: PerceptionConfig) -> PerceptionBackend:
+    from mango.perception.open_vocabulary import GroundingDinoBackend
+
+    return GroundingDinoBackend.from_config(cfg)
+
+
 @dataclass(frozen=True)
 class BackendEntry:
     """How to make a backend, and what a caller must feed it without making one."""
@@ -31,6 +43,7 @@ class BackendEntry:
 
 BACKENDS: dict[str, BackendEntry] = {
     "sim": BackendEntry(_sim, privileged=True, needs_scene=True),
+    "owlv2": BackendEntry(_owlv2), "grounding_dino": BackendEntry(_grounding_dino),
 }
 
 
