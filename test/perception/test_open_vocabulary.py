@@ -164,7 +164,8 @@ def test_weights_come_from_a_local_folder_only(tmp_path: Path) -> None:
     with pytest.raises(PerceptionError, match="needs a local model folder"):
         make_backend(PerceptionConfig(backend="owlv2"))
     missing = tmp_path / "no_such_model"
-    with pytest.raises(PerceptionError, match=re.escape(f"model folder {missing} for 'owlv2' does not")):
+    says = re.escape(f"model folder {missing} for 'owlv2' does not exist")
+    with pytest.raises(PerceptionError, match=says):
         make_backend(PerceptionConfig(backend="owlv2", weights=missing))
     with pytest.raises(PerceptionError, match=r"has no config\.json"):
         make_backend(PerceptionConfig(backend="grounding_dino", weights=tmp_path))
