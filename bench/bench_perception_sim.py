@@ -7,7 +7,7 @@ the phrases (the generator's grounder), later calls reuse the grounding; both ar
 Rendering is reported apart: it is the simulator's cost, not the backend's. Goal: sim <= 20 ms
 p50 (issue #14).
 
-Run: python bench/bench_perception.py [--repeats N]
+Run: python bench/bench_perception_sim.py [--repeats N]
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def main() -> None:
         ("render front 640x480 RGB+depth+seg (simulator)", f"{pct(render, 50) * ms:.1f} ms",
          f"max {max(render) * ms:.1f}", "not in Detect"),
     ]
-    table = Table(title=f"bench_perception (10 scenes x {args.repeats} calls, 640x480)")
+    table = Table(title=f"bench_perception_sim (10 scenes x {args.repeats} calls, 640x480)")
     for col in ("measure", "p50", "spread", "goal"):
         table.add_column(col)
     for r in rows:
