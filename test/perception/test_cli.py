@@ -41,3 +41,11 @@ def test_bad_input_exits_2_with_one_message() -> None:
         res = runner.invoke(app, ["perception", "detect", *args, "--json"])
         assert res.exit_code == 2, res.output
         assert res.stdout == "" and says in res.stderr and res.stderr.count("\n") == 1
+
+
+def test_readable_output_names_phrases_and_reasons() -> None:
+    res = runner.invoke(app, ["perception", "detect", "--scene", "stove_moka", "--camera",
+                              "wrist", "the moka pot", "the stove", "a purple unicorn"])
+    assert res.exit_code == 0, res.output
+    assert "moka_pot_1" in res.stdout and "world frame" in res.stdout
+    assert "no scene entity matches 'a purple unicorn'" in " ".join(res.stdout.split())
