@@ -10,6 +10,10 @@ detectors fail on MuJoCo renders, hence `sim` as the simulation default.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import logging
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,12 +44,46 @@ def weights_folder(cfg: PerceptionConfig, backend: str) -> Path:
     return path
 
 
+_log = logging.getLogger(__name__)
+
+
+@functools.cache
+def _declare_torchvision_ops() -> Any:
+    """Let transformers import beside a CUDA-only torchvision build and a CPU torch.
+
+    The only torchvision for torch 2.13 is a CUDA build; where it is installed (the lerobot
+    backend's dependency), its C library does not load, its import fails on "operator
+    torchvision::nms does not exist", and transformers then cannot import its detectors.
+    Declaring the nms/qnms schemas first lets it import (its C ops stay unavailable; the PIL
+    processors used here need none). The same fix as wt-lerobot's
+    `policy.lerobot.declare_torchvision_ops`: one of the two should go when both are merged.
+    The returned library must stay alive (cached)."""
+    import torch
+
+    spec = importlib.util.find_spec("torchvision")
+    if "torchvision" in sys.modules or spec is None or not spec.submodule_search_locations:
+        return None
+    libs = sorted(Path(spec.submodule_search_locations[0]).glob("_C*.so"))
+    try:
+        if libs:
+            torch.ops.load_library(str(libs[0]))
+            return None
+    except OSError:
+        pass
+    lib = torch.library.Library("torchvision", "DEF")
+    for op in ("nms", "qnms"):
+        lib.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    _log.info("torchvision's C ops do not load with this torch; declared nms/qnms")
+    return lib
+
+
 def _torch() -> Any:
     try:
         import torch
     except ImportError as exc:
         raise PerceptionError(f"the transformers backends need torch and transformers "
                               f"(requirements/python.txt): {exc}") from exc
+    _declare_torchvision_ops()
     return torch
 
 
