@@ -16,32 +16,16 @@ import dataclasses
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-import torch
-from transformers import (
-    BertConfig,
-    BertTokenizer,
-    CLIPTokenizer,
-    GroundingDinoConfig,
-    GroundingDinoForObjectDetection,
-    GroundingDinoProcessor,
-    Owlv2Config,
-    Owlv2ForObjectDetection,
-    Owlv2Processor,
-    SwinConfig,
-)
-from transformers.convert_slow_tokenizer import bytes_to_unicode
-from transformers.models.grounding_dino.image_processing_pil_grounding_dino import (
-    GroundingDinoImageProcessorPil,
-)
-from transformers.models.owlv2.image_processing_pil_owlv2 import Owlv2ImageProcessorPil
 from typer.testing import CliRunner
 
 from mango.cli.main import app
 from mango.perception.base import PerceptionConfig, PerceptionError, RGBDFrame
 from mango.perception.geometry import back_project, project, to_world
+from mango.perception.open_vocabulary import declare_torchvision_ops
 from mango.perception.registry import make_backend
 from mango.perception.sim_frames import sim_frame
 from mango.sim.env import SimEnv
@@ -49,8 +33,23 @@ from mango.sim.env import SimEnv
 PHRASES = ["the black bowl", "a wine bottle", "the white cabinet"]
 
 
+def _transformers() -> tuple[Any, Any]:
+    """torch and transformers, imported as the backends import them (beside a CUDA-only
+    torchvision, should one be installed)."""
+    import torch
+
+    declare_torchvision_ops()
+    import transformers
+
+    return torch, transformers
+
+
 @pytest.fixture(scope="module")
 def owlv2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch, tf = _transformers()
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+    from transformers.models.owlv2.image_processing_pil_owlv2 import Owlv2ImageProcessorPil
+
     d = tmp_path_factory.mktemp("owlv2_tiny")
     chars = list(bytes_to_unicode().values())
     vocab = {c: i for i, c in enumerate(chars)}
@@ -59,10 +58,10 @@ def owlv2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     vocab["<|endoftext|>"] = len(vocab)  # the highest id: OWL pools text at argmax(ids)
     (d / "vocab.json").write_text(json.dumps(vocab))
     (d / "merges.txt").write_text("#version: 0.2\n")
-    tok = CLIPTokenizer(vocab_file=str(d / "vocab.json"), merges_file=str(d / "merges.txt"),
+    tok = tf.CLIPTokenizer(vocab_file=str(d / "vocab.json"), merges_file=str(d / "merges.txt"),
                         model_max_length=16)
     n = len(vocab)
-    cfg = Owlv2Config(
+    cfg = tf.Owlv2Config(
         text_config={"vocab_size": n, "hidden_size": 32, "intermediate_size": 64,
                      "num_hidden_layers": 1, "num_attention_heads": 2,
                      "max_position_embeddings": 16, "bos_token_id": n - 2,
@@ -71,14 +70,19 @@ def owlv2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                        "num_attention_heads": 2, "image_size": 64, "patch_size": 16},
         projection_dim=32)
     torch.manual_seed(0)
-    Owlv2ForObjectDetection(cfg).save_pretrained(d)
-    Owlv2Processor(image_processor=Owlv2ImageProcessorPil(size={"height": 64, "width": 64}),
+    tf.Owlv2ForObjectDetection(cfg).save_pretrained(d)
+    tf.Owlv2Processor(image_processor=Owlv2ImageProcessorPil(size={"height": 64, "width": 64}),
                    tokenizer=tok).save_pretrained(d)
     return d
 
 
 @pytest.fixture(scope="module")
 def grounding_dino_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch, tf = _transformers()
+    from transformers.models.grounding_dino.image_processing_pil_grounding_dino import (
+        GroundingDinoImageProcessorPil,
+    )
+
     d = tmp_path_factory.mktemp("grounding_dino_tiny")
     vocab = ["[PAD]"] + [f"[unused{i}]" for i in range(1, 100)] + ["[UNK]", "[CLS]", "[SEP]",
                                                                    "[MASK]"]
@@ -87,20 +91,20 @@ def grounding_dino_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     vocab += sorted({w for p in PHRASES for w in p.split()})
     assert vocab.index("[CLS]") == 101 and vocab.index(".") == 1012 and vocab.index("?") == 1029
     (d / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    tok = BertTokenizer(str(d / "vocab.txt"), model_max_length=32)
-    cfg = GroundingDinoConfig(
-        backbone_config=SwinConfig(image_size=64, patch_size=4, embed_dim=16,
+    tok = tf.BertTokenizer(str(d / "vocab.txt"), model_max_length=32)
+    cfg = tf.GroundingDinoConfig(
+        backbone_config=tf.SwinConfig(image_size=64, patch_size=4, embed_dim=16,
                                    depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1], window_size=4,
                                    out_indices=[2, 3, 4]),
-        text_config=BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1,
+        text_config=tf.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1,
                                num_attention_heads=2, intermediate_size=64,
                                max_position_embeddings=64),
         num_queries=20, encoder_layers=1, decoder_layers=2, encoder_ffn_dim=32,
         decoder_ffn_dim=32, encoder_attention_heads=2, decoder_attention_heads=2, d_model=32,
         num_feature_levels=3, max_text_len=32)
     torch.manual_seed(0)
-    GroundingDinoForObjectDetection(cfg).save_pretrained(d)
-    GroundingDinoProcessor(
+    tf.GroundingDinoForObjectDetection(cfg).save_pretrained(d)
+    tf.GroundingDinoProcessor(
         image_processor=GroundingDinoImageProcessorPil(
             size={"shortest_edge": 64, "longest_edge": 96}),
         tokenizer=tok).save_pretrained(d)

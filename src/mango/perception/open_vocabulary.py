@@ -48,7 +48,7 @@ _log = logging.getLogger(__name__)
 
 
 @functools.cache
-def _declare_torchvision_ops() -> Any:
+def declare_torchvision_ops() -> Any:
     """Let transformers import beside a CUDA-only torchvision build and a CPU torch.
 
     The only torchvision for torch 2.13 is a CUDA build; where it is installed (the lerobot
@@ -83,7 +83,7 @@ def _torch() -> Any:
     except ImportError as exc:
         raise PerceptionError(f"the transformers backends need torch and transformers "
                               f"(requirements/python.txt): {exc}") from exc
-    _declare_torchvision_ops()
+    declare_torchvision_ops()
     return torch
 
 
