@@ -11,6 +11,7 @@ missing from `WALK` fails `test_every_readme_command_is_walked`: add it there.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shlex
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -136,6 +138,19 @@ def _check_ros2_run_oracle_node() -> None:
     assert (ROOT / "src/mango/nodes/oracle_node.py").is_file()
 
 
+def _check_gazebo_launch() -> None:
+    # `ros2 launch mango_ros X.launch.py a:=b` runs generate_launch_description() of the
+    # installed launch/X.launch.py (CMakeLists installs launch/) with the declared arguments
+    tree = ast.parse((ROOT / "launch" / "gazebo.launch.py").read_text())
+    declared = {c.args[0].value for c in ast.walk(tree) if isinstance(c, ast.Call)
+                and getattr(c.func, "id", "") == "DeclareLaunchArgument"}
+    assert {"scene", "seed", "world", "gz_args"} <= declared, declared
+    assert re.search(r"install\(DIRECTORY[^)]*\blaunch\b", (ROOT / "CMakeLists.txt").read_text())
+    stack = yaml.safe_load((ROOT / "config" / "stacks" / "gazebo.yaml").read_text())
+    control = next(n for n in stack["nodes"] if n["name"] == "franka_control_node")
+    assert control["parameters"]["backend"] == "franka_ros2"
+
+
 SOUP = "config/oracles/libero10_soup_sauce_basket.json"
 SOUP_TRACE = "config/traces/soup_sauce_basket_pass.jsonl"
 STOVE = "config/oracles/libero10_stove_moka.json"
@@ -153,6 +168,12 @@ WALK: dict[str, tuple[Step, ...]] = {
     "make demo VIEWS=1": (NotHere("not run from inside the suite; `mango demo --record-views` "
                                   "is tested in test/ros/test_views.py", _check_make_demo_views),),
     "mango doctor": (Run("mango doctor", expect=("dds round trip",)),),
+    "mango perception markers --ids 0-5 --size-mm 40 -o sheet.pdf [--dictionary "
+    "apriltag_36h11] [--dpi 300] [--page a4]": (
+        Run("mango perception markers --ids 0-5 --size-mm 40 -o sheet.pdf", expect=("300 DPI",)),
+        Run("mango perception markers --ids 0-5 --size-mm 40 -o sheet.png --dictionary "
+            "apriltag_36h11 --dpi 150 --page letter", expect=("150 DPI on letter",)),
+    ),
     "mango oracle check ORACLE.json TRACE.jsonl [--json] [--exit-code]": (
         Run(f"mango oracle check {SOUP} {SOUP_TRACE}", expect=("verdict: PASS",)),
         Run(f"mango oracle check {SOUP} {SOUP_TRACE} --json --exit-code",
@@ -252,6 +273,14 @@ WALK: dict[str, tuple[Step, ...]] = {
               f"oracle_file:={STOVE}", ready=("listening on /world_state",)),
         Stop("oracle_node"),
     ),
+    "mango sim export-sdf --scene stove_moka -o worlds/": (
+        Run("mango sim export-sdf --scene stove_moka -o worlds/",
+            expect=("wrote worlds/libero10_stove_moka.sdf",)),
+    ),
+    "ros2 launch mango_ros gazebo.launch.py scene:=stove_moka [seed:=3] [world:=W.sdf] "
+    '[gz_args:="-r -s"]': (
+        NotHere("needs a system ROS 2 with gz-sim, franka_ros2 and ros_gz; the launch file is "
+                "run with stand-ins in test/bringup/test_stacks.py", _check_gazebo_launch),),
     'mkdir -p ~/ws/src && ln -s "$PWD" ~/ws/src/mango_ros && cd ~/ws': (
         NotHere("the colcon workspace of a system ROS 2 (none here)", _check_ament_package),),
     "colcon build --packages-select mango_ros && . install/setup.bash": (

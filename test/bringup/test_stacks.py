@@ -9,8 +9,10 @@ import subprocess
 import sys
 import time
 import types
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
+from xml.dom import minidom
 
 import pytest
 import yaml
@@ -101,7 +103,12 @@ def _fake_launch_modules(share: Path) -> dict[str, types.ModuleType]:
 
     class Node:
         def __init__(self, **kwargs: Any) -> None:
+            self.kwargs = kwargs
             launched.append(kwargs)
+
+    class OpaqueFunction:  # run by the test with a stand-in context (gazebo.launch.py)
+        def __init__(self, function: Any, args: Any = (), kwargs: Any = None) -> None:
+            self.function, self.args, self.kwargs = function, args, kwargs or {}
 
     class LaunchDescription(list):
         pass
@@ -109,7 +116,8 @@ def _fake_launch_modules(share: Path) -> dict[str, types.ModuleType]:
     mods = {name: types.ModuleType(name) for name in (
         "launch", "launch.actions", "launch.events", "launch_ros", "launch_ros.actions",
         "ament_index_python", "ament_index_python.packages",
-        "launch.launch_description_sources", "launch.substitutions")}
+        "launch.launch_description_sources", "launch.substitutions", "launch.event_handlers",
+        "xacro")}
     mods["launch"].LaunchDescription = LaunchDescription
     mods["launch.actions"].EmitEvent = lambda **kw: ("emit", kw)
     # launch files that include other packages' launch files (fr3.launch.py: franka_bringup)
@@ -118,8 +126,26 @@ def _fake_launch_modules(share: Path) -> dict[str, types.ModuleType]:
     mods["launch.launch_description_sources"].PythonLaunchDescriptionSource = lambda p: p
     mods["launch.substitutions"].LaunchConfiguration = lambda name: ("config", name)
     mods["launch.events"].Shutdown = lambda **kw: ("shutdown", kw)
+    mods["launch.actions"].OpaqueFunction = OpaqueFunction
+    mods["launch.actions"].RegisterEventHandler = lambda handler: ("handler", handler)
+    mods["launch.event_handlers"].OnProcessExit = lambda **kw: ("on_process_exit", kw)
+    processed: list[tuple[str, dict[str, str]]] = []
+
+    def process_file(path: str, mappings: dict[str, str]) -> Any:
+        processed.append((path, dict(mappings)))
+        return minidom.parseString('<robot name="fr3"><link name="fr3_hand"/></robot>')
+
+    mods["xacro"].process_file = process_file
+    mods["xacro"].processed = processed
     mods["launch_ros.actions"].Node = Node
-    mods["ament_index_python.packages"].get_package_share_directory = lambda pkg: str(share)
+    packages: list[str] = []
+
+    def get_package_share_directory(pkg: str) -> str:
+        packages.append(pkg)
+        return str(share)
+
+    mods["ament_index_python.packages"].get_package_share_directory = get_package_share_directory
+    mods["ament_index_python.packages"].asked = packages
     mods["launch"].launched = launched
     return mods
 
@@ -184,6 +210,118 @@ def test_fr3_launch_uses_franka_ros2s_names(monkeypatch: pytest.MonkeyPatch) -> 
     assert control.parameters["arm_action"] == f"/{arm}/follow_joint_trajectory"
     assert control.parameters["gripper_namespace"] == "/franka_gripper"
     assert control.parameters["joint_states_topic"] == "/joint_states"
+
+
+def _run_gazebo_launch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                       args: dict[str, str]) -> tuple[dict[str, types.ModuleType], list[Any]]:
+    """gazebo.launch.py with the stand-ins, its OpaqueFunction run with the given arguments
+    (the rest at their declared defaults), as `ros2 launch` would."""
+    import tempfile
+
+    mods = _fake_launch_modules(REPO)
+    for name, mod in mods.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("GZ_SIM_RESOURCE_PATH", "/opt/models")
+    namespace: dict[str, Any] = {}
+    path = REPO / "launch" / "gazebo.launch.py"
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    actions = namespace["generate_launch_description"]()
+    defaults = {a[1][0]: a[2].get("default_value") for a in actions
+                if isinstance(a, tuple) and a[0] == "argument"}
+    values = {**defaults, **args}
+
+    class Context:
+        def perform_substitution(self, sub: tuple[str, str]) -> str:
+            assert sub[0] == "config"
+            return values[sub[1]]
+
+    (opaque,) = [a for a in actions if type(a).__name__ == "OpaqueFunction"]
+    return mods, opaque.function(Context(), *opaque.args, **opaque.kwargs)
+
+
+def test_gazebo_launch_follows_franka_gazebo_bringup(monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path) -> None:
+    """Against franka_ros2 v3.4.0 (frankarobotics/franka_ros2) franka_gazebo/
+    franka_gazebo_bringup/launch/gazebo_franka_arm_example_controller.launch.py: the robot
+    description is its urdf/franka_arm.gazebo.xacro with robot_type, hand, gazebo, ee_id and
+    gazebo_effort; ros_gz_sim's launch/gz_sim.launch.py takes `gz_args`; `create` spawns from
+    -topic /robot_description; ros_gz_bridge's parameter_bridge brings
+    /clock@rosgraph_msgs/msg/Clock[gz.msgs.Clock; the controllers are spawned when `create`
+    exits; GZ_SIM_RESOURCE_PATH holds franka_description's parent folder. franka_hardware's
+    ros2_control/franka_ros2_control_macros.xacro gives each arm joint the position and
+    velocity command interfaces under gazebo:=true, gazebo_effort:=false."""
+    from mango.sim.scene import as_scene
+
+    mods, actions = _run_gazebo_launch(monkeypatch, tmp_path, {"scene": "stove_moka",
+                                                               "seed": "2"})
+    scene = as_scene("stove_moka")
+    (xacro_path, mappings), = mods["xacro"].processed
+    assert xacro_path.endswith(os.path.join("urdf", "franka_arm.gazebo.xacro"))
+    assert "franka_gazebo_bringup" in mods["ament_index_python.packages"].asked
+    assert mappings == {"robot_type": "fr3", "hand": "true", "gazebo": "true",
+                        "ee_id": "franka_hand", "gazebo_effort": "false"}
+    assert os.environ["GZ_SIM_RESOURCE_PATH"] == os.pathsep.join([str(REPO.parent),
+                                                                  "/opt/models"])
+    (include,) = [a for a in actions if isinstance(a, tuple) and a[0] == "include"]
+    assert include[1][0].endswith(os.path.join("launch", "gz_sim.launch.py"))
+    gz_args = dict(include[2]["launch_arguments"])["gz_args"].split()
+    assert gz_args[0] == "-r"
+    world = ET.parse(gz_args[-1]).getroot().find("world")
+    assert world.get("name") == scene.name and Path(gz_args[-1]).parent.parent == tmp_path
+    launched = {k["executable"]: k for k in mods["launch"].launched if k["package"] != PACKAGE}
+    spawn = launched["create"]
+    assert spawn["package"] == "ros_gz_sim"
+    args = spawn["arguments"]
+    assert args[args.index("-topic") + 1] == "/robot_description"
+    base = [float(args[args.index(f"-{axis}") + 1]) for axis in "xyz"]
+    assert base == list(scene.robot.base)
+    rsp = launched["robot_state_publisher"]["parameters"][0]
+    assert rsp["use_sim_time"] is True
+    description = ET.fromstring(rsp["robot_description"])
+    bridge = launched["parameter_bridge"]
+    assert bridge["package"] == "ros_gz_bridge"
+    assert "/clock@rosgraph_msgs/msg/Clock[gz.msgs.Clock" in bridge["arguments"]
+    bridged = {a.split("@")[0] for a in bridge["arguments"]}
+    # every camera sensor, in the world or on the hand, reaches ROS on the stack's topics
+    sensors = ([s for s in world.iter("sensor")] + [s for s in description.iter("sensor")])
+    assert {s.get("name") for s in sensors} == {"front", "wrist"}
+    for sensor in sensors:
+        assert sensor.get("type") == "camera"
+        assert {sensor.findtext("topic"), sensor.findtext("camera/camera_info_topic")} <= bridged
+    stack = {n.name: n.parameters for n in load_stack("gazebo").nodes}
+    assert {stack["vla_node"]["front_image_topic"],
+            stack["vla_node"]["wrist_image_topic"]} <= bridged
+    (handler,) = [a for a in actions if isinstance(a, tuple) and a[0] == "handler"]
+    event, on_exit = handler[1][0], handler[1][1]
+    assert event == "on_process_exit" and on_exit["target_action"].kwargs is spawn
+    spawners = [n.kwargs for n in on_exit["on_exit"]]
+    assert all(k["package"] == "controller_manager" and k["executable"] == "spawner"
+               for k in spawners)
+    assert spawners[0]["arguments"][0] == "joint_state_broadcaster"
+    arm_args = spawners[1]["arguments"]
+    arm = arm_args[0]
+    control = stack["franka_control_node"]
+    assert control["backend"] == "franka_ros2"
+    assert control["arm_action"] == f"/{arm}/follow_joint_trajectory"
+    assert control["joint_states_topic"] == "/joint_states"
+    params_file = yaml.safe_load(Path(arm_args[arm_args.index("--param-file") + 1]).read_text())
+    params = params_file["/**"][arm]["ros__parameters"]
+    assert params["type"] == "joint_trajectory_controller/JointTrajectoryController"
+    assert tuple(params["joints"]) == load_robot("fr3").joint_names
+    assert set(params["command_interfaces"]) <= {"position", "velocity"}
+    assert set(params["state_interfaces"]) >= {"position", "velocity"}
+
+
+def test_gazebo_launch_takes_a_world_file(monkeypatch: pytest.MonkeyPatch,
+                                          tmp_path: Path) -> None:
+    world = tmp_path / "mine.sdf"
+    world.write_text("<sdf version='1.9'><world name='mine'/></sdf>")
+    _, actions = _run_gazebo_launch(monkeypatch, tmp_path, {"world": str(world),
+                                                            "gz_args": "-r -s"})
+    (include,) = [a for a in actions if isinstance(a, tuple) and a[0] == "include"]
+    assert dict(include[2]["launch_arguments"])["gz_args"] == f"-r -s {world}"
+    assert not (tmp_path / "mango_gazebo").exists()
 
 
 def test_every_stack_has_a_launch_file() -> None:

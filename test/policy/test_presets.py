@@ -9,7 +9,7 @@ from mango.control import load_robot
 from mango.policy import PRESETS, Observation, PolicyError, get_preset
 from mango.policy.kinematics import make_kinematics
 
-ROBOT = load_robot("sim_fr3")
+ROBOT = load_robot("fr3")
 KIN = make_kinematics(ROBOT)
 
 

@@ -54,7 +54,7 @@ def test_every_stamp_in_a_sim_bag_comes_from_the_sim_clock(tmp_path: Path,
     bag = tmp_path / "bag"
     rec["output"] = str(bag)
     topics = [*rec["topics"], "/oracle/markers", *CAMERA_TOPICS]  # type: ignore[misc]
-    rec["topics"] = [f"{namespace}{t}" for t in topics]
+    rec["topics"] = topics  # `in_namespace` moves them with the stack
     stack = stack.model_copy(update={"nodes": list(nodes.values())}).in_namespace(namespace)
     assert all(n.parameters["use_sim_time"] is (n.name not in ("sim_node", "bag_recorder"))
                for n in stack.nodes)

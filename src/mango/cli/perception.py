@@ -1,8 +1,9 @@
-"""`mango perception`: find the objects phrases describe, in a sim scene's initial state.
+"""`mango perception`: find the objects phrases describe; print fiducial marker sheets.
 
-`detect` renders one camera of the scene at a seed, runs a perception backend on the frame and
-prints detections with world-frame 3-D boxes (commands.md §2). Exit 0 when it looked (phrases
-with no match are an answer, listed in `unmatched`), 2 on bad input, 1 when the run failed.
+`detect` renders one camera of a sim scene at a seed, runs a perception backend on the frame
+and prints detections with world-frame 3-D boxes (commands.md §2). Exit 0 when it looked
+(phrases with no match are an answer, listed in `unmatched`), 2 on bad input, 1 when the run
+failed. `markers` prints a marker sheet at true size.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-app = typer.Typer(help="Perception: phrases -> detections with 3-D boxes in the world.",
+app = typer.Typer(help="Perception: detections with 3-D boxes in the world, marker sheets.",
                   no_args_is_help=True)
 
 
@@ -36,6 +37,8 @@ def detect(
     height: Annotated[int, typer.Option("--height", min=16, help="Image height.")] = 480,
     weights: Annotated[Path | None, typer.Option(
         "--weights", help="Local model folder (owlv2, grounding_dino).")] = None,
+    marker_map: Annotated[Path | None, typer.Option(
+        "--markers", help="Marker map YAML (aruco).")] = None,
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Detect PHRASE... in the scene's initial state at SEED, seen by CAMERA."""
@@ -56,7 +59,9 @@ def detect(
         frame = sim_frame(env, camera)
         if not entry.privileged:
             frame = frame.without_privileged()
-        be = make_backend(PerceptionConfig(backend=backend, scene=sc, weights=weights))
+        options = {"markers": marker_map} if marker_map is not None else {}
+        be = make_backend(PerceptionConfig(backend=backend, scene=sc, weights=weights,
+                                           options=options))
         try:
             result = be.detect(frame, phrases, max_results)
         finally:
@@ -94,3 +99,51 @@ def _print(out: dict) -> None:
     console.print(table)
     for m in out["messages"]:
         console.print(f"[yellow]{m}[/yellow]")
+
+
+def _ids(text: str) -> list[int]:
+    """'0-4,7' -> [0, 1, 2, 3, 4, 7]."""
+    from mango.errors import InputError
+
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                a, b = part.split("-", 1)
+                out.extend(range(int(a), int(b) + 1))
+            elif part:
+                out.append(int(part))
+        except ValueError:
+            raise InputError(f"'{part}' is not an id or a range like 0-4", field="--ids") from None
+    return out
+
+
+@app.command("markers")
+def markers(
+    ids: str = typer.Option(..., "--ids", help="marker ids: 0-4,7"),
+    size_mm: float = typer.Option(..., "--size-mm", help="side of the black square, mm"),
+    output: Path = typer.Option(..., "-o", "--output", help="sheet.png or sheet.pdf"),
+    dictionary: str = typer.Option("4x4_50", "--dictionary",
+                                   help="4x4_50, 5x5_100, apriltag_36h11, ..."),
+    dpi: int = typer.Option(300, "--dpi", min=72, max=1200),
+    page: str = typer.Option("a4", "--page", help="a4 or letter"),
+) -> None:
+    """Print a marker sheet at true size (print it at 100 % scale, no 'fit to page')."""
+    from rich.console import Console
+
+    from mango.cli.outputs import output_file, write_error
+    from mango.errors import InputError
+    from mango.perception.sheet import marker_sheet, write_sheet
+
+    try:
+        path = output_file(output, "marker sheet")
+        img = marker_sheet(dictionary, _ids(ids), size_mm, dpi=dpi, page=page)
+        try:
+            write_sheet(path, img, dpi)
+        except OSError as exc:
+            raise write_error(exc, path) from None
+    except InputError as exc:
+        _fail(str(exc), 2)
+    Console().print(f"{output}: {len(_ids(ids))} markers ({dictionary}), {size_mm:g} mm "
+                    f"squares at {dpi} DPI on {page}; print at 100 % scale")

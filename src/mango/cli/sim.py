@@ -2,7 +2,8 @@
 
 `run` writes the spec §3 world-state trace, a labels file with the run's ground truth and
 optionally a video; `scenes` lists the shipped scenes; `eval` measures the expert's success
-rate per scene. Bad input exits 2 with one `error: ...` line on stderr.
+rate per scene; `export-sdf` writes a scene as a Gazebo world. Bad input exits 2 with one
+`error: ...` line on stderr.
 """
 
 from __future__ import annotations
@@ -218,3 +219,43 @@ def evaluate(
         table.add_row(r["scene"], f"{r['expert']}/{r['seeds']}", oracle_cell,
                       f"{r['goal']}/{r['seeds']}", ", ".join(map(str, r["failed_seeds"])))
     Console().print(table)
+
+
+@app.command(name="export-sdf")
+def export_sdf(
+    scene: SceneOpt,
+    output: Annotated[str | None, typer.Option(
+        "--output", "-o", metavar="PATH", help="The SDF file, or a folder (ends in / or "
+        "exists) for SCENE.sdf; default: stdout.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Initial-placement seed.")] = 0,
+    image_size: Annotated[tuple[int, int], typer.Option(
+        "--image-size", help="Scene cameras' image width and height.")] = (224, 224),
+    camera_rate: Annotated[float, typer.Option(
+        "--camera-rate", help="Scene cameras' frames per second.")] = 10.0,
+) -> None:
+    """Write the scene as a Gazebo (gz-sim) world, SDFormat 1.9: table, objects and fixtures
+    where the embedded sim places them for --seed, the scene cameras as camera sensors; the
+    robot is spawned by `ros2 launch mango_ros gazebo.launch.py`."""
+    from mango.cli.outputs import output_file_in, write_error
+    from mango.errors import InputError
+    from mango.sim.scene import as_scene
+    from mango.sim.sdf import scene_world_sdf
+
+    try:
+        if min(image_size) < 1 or not camera_rate > 0:
+            raise InputError("image sizes and the camera rate must be positive",
+                             field="--image-size" if min(image_size) < 1 else "--camera-rate")
+        sc = as_scene(scene)
+        target = None if output is None else output_file_in(output, f"{sc.name}.sdf",
+                                                            "SDF world")
+        text = scene_world_sdf(sc, seed, image_size=image_size, camera_rate=camera_rate)
+        if target is None:
+            sys.stdout.write(text)
+            return
+        try:
+            target.write_text(text)
+        except OSError as exc:
+            raise write_error(exc, target) from None
+    except InputError as exc:
+        _fail(exc)
+    sys.stderr.write(f"wrote {target} (world '{sc.name}', seed {seed})\n")

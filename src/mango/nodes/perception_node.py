@@ -9,11 +9,13 @@ backend (`sim`) `camera/<name>/segmentation` + the latched `camera/segmentation_
 from `tf`/`tf_static` (`<name>_camera` in `world_frame`). Every problem a camera or a user may
 present is an answer with a reason, never an exception out of the service.
 Parameters: `backend`, `cameras`, `scene`, `extrinsics`, `world_frame`, `robot`,
-`publish_rate`, `phrases`, `max_results`, `weights`, `score_threshold`.
+`publish_rate`, `phrases`, `max_results`, `weights`, `score_threshold`, `markers` (the
+`aruco` marker map).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 from typing import Any
@@ -64,7 +66,7 @@ class PerceptionNode(Node):
             "backend": "sim", "cameras": ["front"], "scene": "", "extrinsics": "",
             "world_frame": WORLD_FRAME, "robot": "fr3",
             "publish_rate": rate_param(0.0, off_allowed=True), "phrases": [""],
-            "max_results": 1, "weights": "", "score_threshold": 0.1})
+            "max_results": 1, "weights": "", "score_threshold": 0.1, "markers": ""})
         self.entry = backend_entry(str(p["backend"]))
         self.backend_name = str(p["backend"])
         self.cameras = tuple(c for c in p["cameras"] if c)
@@ -76,7 +78,8 @@ class PerceptionNode(Node):
         self._cfg = PerceptionConfig(
             backend=self.backend_name,
             weights=Path(p["weights"]) if p["weights"] else None,
-            score_threshold=float(p["score_threshold"]))
+            score_threshold=float(p["score_threshold"]),
+            options={"markers": p["markers"]} if p["markers"] else {})
         self._lock = threading.Lock()  # backend + the frames' state
         self._backend: PerceptionBackend | None = None
         self._backend_scene: str | None = None
@@ -129,10 +132,8 @@ class PerceptionNode(Node):
     # ------------------------------------------------------------------ inputs
 
     def _make(self, scene: str) -> PerceptionBackend:
-        cfg = self._cfg
-        if self.entry.needs_scene:
-            cfg = PerceptionConfig(backend=cfg.backend, scene=as_scene(scene),
-                                   weights=cfg.weights, score_threshold=cfg.score_threshold)
+        # a scene grounds `sim`'s phrases; the others use it where given (ids, the base)
+        cfg = dataclasses.replace(self._cfg, scene=as_scene(scene) if scene else None)
         self._backend_scene = scene
         return make_backend(cfg)
 

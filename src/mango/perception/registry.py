@@ -19,6 +19,18 @@ def _sim(cfg: PerceptionConfig) -> PerceptionBackend:
     return SimSegmentationBackend.from_config(cfg)
 
 
+def _tabletop(cfg: PerceptionConfig) -> PerceptionBackend:
+    from mango.perception.tabletop import TabletopBackend
+
+    return TabletopBackend.from_config(cfg)
+
+
+def _aruco(cfg: PerceptionConfig) -> PerceptionBackend:
+    from mango.perception.aruco import ArucoBackend
+
+    return ArucoBackend.from_config(cfg)
+
+
 def _owlv2(cfg: PerceptionConfig) -> PerceptionBackend:
     from mango.perception.open_vocabulary import Owlv2Backend
 
@@ -43,6 +55,8 @@ class BackendEntry:
 
 BACKENDS: dict[str, BackendEntry] = {
     "sim": BackendEntry(_sim, privileged=True, needs_scene=True),
+    "tabletop": BackendEntry(_tabletop),
+    "aruco": BackendEntry(_aruco),
     "owlv2": BackendEntry(_owlv2), "grounding_dino": BackendEntry(_grounding_dino),
 }
 
