@@ -2,10 +2,13 @@
 
 A phrase is read as colour words, a category noun (mapped to the shape classes
 `tabletop._shape_class` gives), size words and spatial words in the robot's base frame
-(x forward, y left, REP 103). Each cluster gets a score from colour and category; size and
-spatial words then choose among the best-scoring clusters. "front" means nearer the robot
-(LIBERO's desk caddy: `front_contain_region` sits at -x of its `back_contain_region`,
-config/scenes/libero10_book_caddy.yaml).
+(x forward, y = the robot's left, REP 103), read the way LIBERO's scene language uses them:
+"left"/"right" as the front camera (a person facing the robot) sees the table, so "left" is
+the robot's right, -y (LIBERO's `libero_10` BDDLs: `plate_1`, "the left plate", starts in
+the plate's `left_region` at smaller y; config/scenes/README.md); "front" means nearer the
+robot (LIBERO's desk caddy: `front_contain_region` sits at -x of its `back_contain_region`,
+config/scenes/libero10_book_caddy.yaml). Each cluster gets a score from colour and category;
+size and spatial words then choose among the best-scoring clusters.
 """
 
 from __future__ import annotations
@@ -142,18 +145,18 @@ def ground_phrase(
 
     def value(i: int, what: int) -> float:
         cl = clusters[i]
-        if what == 0:
-            return cl.volume
+        if what == 0:  # "big": how far it spreads, as a person judges a plate bigger than a mug
+            return max(cl.size[0], cl.size[1])
         if what == 1:
             return cl.height
         x, y = base_xy(i)
         return {2: y, 3: x, 4: math.hypot(x, y), 5: abs(y)}[what]
 
     for w in parsed.spatial:
-        if w in ("left", "leftmost"):
-            keys.append((-1, 2))
-        elif w in ("right", "rightmost"):
+        if w in ("left", "leftmost"):  # the viewer's left: smallest y (see the docstring)
             keys.append((1, 2))
+        elif w in ("right", "rightmost"):
+            keys.append((-1, 2))
         elif w == "front":
             keys.append((1, 3))
         elif w in ("back", "rear"):
