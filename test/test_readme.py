@@ -210,6 +210,12 @@ WALK: dict[str, tuple[Step, ...]] = {
         Run("mango demo --scene stove_moka --fault drop@0.3",
             expect=("verdict: FAIL", "oracle agrees")),
     ),
+    'mango perception detect --scene bowl_drawer --seed 2 "the black bowl" "a purple unicorn" '
+    '--json': (
+        Run('mango perception detect --scene bowl_drawer --seed 2 "the black bowl" '
+            '"a purple unicorn" --json', expect=('"entity_id": "akita_black_bowl_1"',
+                                                '"unmatched": ["a purple unicorn"]')),
+    ),
     "mango sim scenes": (Run("mango sim scenes", expect=("libero10_stove_moka",)),),
     "mango sim run --scene stove_moka --seed 3 [--fault drop@0.3] --trace out/t.jsonl "
     "[--video out/v.mp4]": (

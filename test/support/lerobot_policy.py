@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mango.policy.lerobot import declare_torchvision_ops
+from mango.torch_support import declare_torchvision_ops
 
 
 def tiny_act_checkpoint(folder: Path, action_mean: Sequence[float],

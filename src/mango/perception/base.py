@@ -16,7 +16,7 @@ of a `Detection` is in the world frame, in metres.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -26,8 +26,9 @@ if TYPE_CHECKING:
     from mango.sim.scene import SceneSpec
 
 
-class PerceptionError(Exception):
-    """A backend cannot run as configured (what to fix is in the message)."""
+class PerceptionError(ValueError):
+    """A backend cannot run as configured (what to fix is in the message); a ValueError, so a
+    node that meets one at start-up ends with that one line."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,26 @@ class RGBDFrame:
     stamp: float = 0.0  # acquisition time of the images, seconds
     segmentation: np.ndarray | None = None
     segmentation_ids: tuple[str, ...] = ()
+
+    def problem(self) -> str | None:
+        """Why this frame can give no 3-D at all (the same for every phrase), or None."""
+        if self.intrinsics is None:
+            return f"camera '{self.camera}' has no CameraInfo yet"
+        if self.pose is None:
+            return f"camera '{self.camera}' has no pose in the world (no calibration / tf)"
+        if self.depth is None:
+            return f"camera '{self.camera}' has no depth image"
+        if self.depth.shape != (self.intrinsics.height, self.intrinsics.width):
+            return (f"camera '{self.camera}': depth is {self.depth.shape[1]}x"
+                    f"{self.depth.shape[0]} but CameraInfo says {self.intrinsics.width}x"
+                    f"{self.intrinsics.height}")
+        if not np.isfinite(self.depth).any():
+            return f"camera '{self.camera}': the depth image is empty (no valid reading)"
+        return None
+
+    def without_privileged(self) -> RGBDFrame:
+        """The frame a real camera would give: no segmentation."""
+        return replace(self, segmentation=None, segmentation_ids=())
 
     @property
     def shape(self) -> tuple[int, int] | None:

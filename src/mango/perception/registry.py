@@ -31,6 +31,18 @@ def _aruco(cfg: PerceptionConfig) -> PerceptionBackend:
     return ArucoBackend.from_config(cfg)
 
 
+def _owlv2(cfg: PerceptionConfig) -> PerceptionBackend:
+    from mango.perception.open_vocabulary import Owlv2Backend
+
+    return Owlv2Backend.from_config(cfg)
+
+
+def _grounding_dino(cfg: PerceptionConfig) -> PerceptionBackend:
+    from mango.perception.open_vocabulary import GroundingDinoBackend
+
+    return GroundingDinoBackend.from_config(cfg)
+
+
 @dataclass(frozen=True)
 class BackendEntry:
     """How to make a backend, and what a caller must feed it without making one."""
@@ -45,6 +57,7 @@ BACKENDS: dict[str, BackendEntry] = {
     "sim": BackendEntry(_sim, privileged=True, needs_scene=True),
     "tabletop": BackendEntry(_tabletop),
     "aruco": BackendEntry(_aruco),
+    "owlv2": BackendEntry(_owlv2), "grounding_dino": BackendEntry(_grounding_dino),
 }
 
 
