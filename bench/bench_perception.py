@@ -14,6 +14,7 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core, as the goal says
 
 import numpy as np
+from report import print_table
 
 
 def _latency(backend, frames, phrases) -> tuple[float, float]:
@@ -31,8 +32,6 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3, help="seeds per scene for accuracy")
     args = ap.parse_args()
     import cv2
-    from rich.console import Console
-    from rich.table import Table
 
     from mango.geometry import quat_to_mat
     from mango.perception.aruco import ArucoBackend
@@ -81,12 +80,7 @@ def main() -> None:
         (f"tabletop phrase grounding, 10 scenes x {args.seeds} seeds",
          f"{tally.accuracy:.2f} ({sum(tally.right.values())}/{n})", "report"),
     ]
-    table = Table(title="perception (classical backends)")
-    for col in ("measure", "value", "goal"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(*r)
-    Console().print(table)
+    print_table("perception (classical backends)", ("measure", "value", "goal"), rows)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ import time
 import uuid
 from pathlib import Path
 
+from report import print_table
+
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("FASTDDS_DEFAULT_PROFILES_FILE",
@@ -96,8 +98,6 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=20, help="timed calls per scene and case")
     ap.add_argument("--calls", type=int, default=30, help="Detect service calls")
     args = ap.parse_args()
-    from rich.console import Console
-    from rich.table import Table
 
     from mango.perception.base import PerceptionConfig
     from mango.perception.registry import make_backend
@@ -139,12 +139,8 @@ def main() -> None:
         ("render front 640x480 RGB+depth+seg (simulator)", f"{pct(render, 50) * ms:.1f} ms",
          f"max {max(render) * ms:.1f}", "not in Detect"),
     ]
-    table = Table(title=f"bench_perception_sim (10 scenes x {args.repeats} calls, 640x480)")
-    for col in ("measure", "p50", "spread", "goal"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(*r)
-    Console().print(table)
+    print_table(f"bench_perception_sim (10 scenes x {args.repeats} calls, 640x480)",
+                ("measure", "p50", "spread", "goal"), rows)
 
 
 if __name__ == "__main__":
