@@ -94,6 +94,26 @@ def test_simulator_time_going_back_ends_the_goal() -> None:
     assert "the simulation restarted" in out.message
 
 
+def test_a_reset_just_before_the_goal_is_not_a_restart_during_it() -> None:
+    # The reader still holds a state from before a scene reset when the goal starts (the
+    # reset's first joint state is on its way): the goal starts from the first new state.
+    sim, backend = _rig()
+    with sim.running_thread():
+        sim.running = False  # the simulator pauses for its reset
+        time.sleep(5 * PERIOD)
+        sim.t = 100.0
+        sim.publish()  # the last state from before the reset
+        sim.t = 0.0
+
+        def resume() -> None:
+            sim.running = True
+
+        threading.Timer(0.05, resume).start()
+        out = backend.execute(_ramp(0.1, 0.3, sim.q.copy(), n=5), GoalRun(None),
+                              lambda *_: None)
+    assert out.ok, out.message
+
+
 def test_a_closed_gripper_stays_commanded_closed_on_an_object() -> None:
     # Fingers closed on a can measure the can's width; ramping the next chunk's gripper from
     # that measured width would command them open to it, and the squeeze would let go.

@@ -54,8 +54,21 @@ class SimBackend:
         if m is not None:
             self._send(m.q, None)
 
+    def _fresh(self, since: float, run: GoalRun) -> Measured | None:
+        """The first joint state received after `since` (monotonic time), or the latest one
+        after `STALE_AFTER` s. A goal sent right after a scene reset can reach this node before
+        any joint state from after the reset: planned from the one before it, the first new
+        state would look like the simulation restarting mid-motion."""
+        deadline = since + STALE_AFTER
+        while True:
+            m = self.reader.measured()
+            if m is not None and m.t > since:
+                return m
+            if time.monotonic() > deadline or run.stop.wait(0.001):
+                return m
+
     def execute(self, traj: JointTrajectory, run: GoalRun, on_point: PointFeedback) -> Outcome:
-        start = self.reader.measured()
+        start = self._fresh(time.monotonic(), run)
         assert start is not None
         tracker = PointTracker(traj, self.reader.measured, on_point)
         tick = time.monotonic()
