@@ -35,7 +35,8 @@ $(STAMPS)/deps: $(BIN)/python $(REQS) $(NODEPS)
 	@mkdir -p $(STAMPS)
 	$(BIN)/pip install -q --disable-pip-version-check -c requirements/constraints.txt \
 	  $(foreach r,$(filter-out requirements/constraints.txt,$(REQS)),-r $(r))
-	$(BIN)/pip install -q --disable-pip-version-check --no-deps -r $(NODEPS)
+	$(BIN)/pip install -q --disable-pip-version-check --no-deps -c requirements/constraints.txt \
+	  -r $(NODEPS)
 	@touch $@
 
 # The interfaces are generated with the wheels' rosidl/ament tooling into the venv prefix.

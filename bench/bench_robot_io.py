@@ -101,7 +101,7 @@ def bench_control(tmp: Path, trials: int = 8) -> dict[str, float]:
     from mango.nodes.actions import ActionClient
     from mango_ros.action import ExecuteChunk
 
-    robot = load_robot("sim_fr3")
+    robot = load_robot("fr3")
     ns = f"/b{uuid.uuid4().hex[:6]}"
     procs = [start("mango.nodes.sim_node", "-r", f"__ns:={ns}", "-p", "camera_rate:=0.0",
                    "-p", "scene:=libero10_book_caddy", log=tmp / "sim.log"),
@@ -182,7 +182,7 @@ def bench_policies(n: int = 30) -> dict[str, tuple[float, float]]:
     from mango.policy.presets import get_preset
     from mango.sim.env import SimEnv
 
-    robot = load_robot("sim_fr3")
+    robot = load_robot("fr3")
     kin = make_kinematics(robot)
     rng = np.random.default_rng(0)
     images = {"front": rng.integers(0, 255, (224, 224, 3), dtype=np.uint8),

@@ -9,7 +9,7 @@ import pytest
 from mango.control import JointStateReader, load_robot
 from mango.control.joint_state import FINGERS
 
-ROBOT = load_robot("sim_fr3")
+ROBOT = load_robot("fr3")
 JOINTS = list(ROBOT.joint_names)
 
 

@@ -13,7 +13,7 @@ from support.arm import FakeSim
 from mango.control import GoalRun, JointStateReader, JointTrajectory, load_robot
 from mango.control.backends import SimBackend
 
-ROBOT = load_robot("sim_fr3")
+ROBOT = load_robot("fr3")
 PERIOD = 0.005
 
 
@@ -92,3 +92,25 @@ def test_simulator_time_going_back_ends_the_goal() -> None:
                               lambda *_: None)
     assert not out.ok
     assert "the simulation restarted" in out.message
+
+
+def test_a_closed_gripper_stays_commanded_closed_on_an_object() -> None:
+    # Fingers closed on a can measure the can's width; ramping the next chunk's gripper from
+    # that measured width would command them open to it, and the squeeze would let go.
+    sim, backend = _rig()
+    with sim.running_thread():
+        q0 = sim.q.copy()
+        n = 5
+        closing = JointTrajectory(ROBOT.joint_names, np.linspace(0.02, 0.1, n),
+                                  np.tile(q0, (n, 1)), np.linspace(0.06, 0.0, n))
+        assert backend.execute(closing, GoalRun(None), lambda *_: None).ok
+        sim.width = 0.05  # what the fingers measure around the object
+        time.sleep(5 * PERIOD)
+        assert backend.measured() is not None
+        assert backend.measured().width == pytest.approx(0.05)
+        k = len(sim.commands)
+        holding = JointTrajectory(ROBOT.joint_names, np.linspace(0.02, 0.1, n),
+                                  np.tile(q0, (n, 1)), np.zeros(n))
+        assert backend.execute(holding, GoalRun(None), lambda *_: None).ok
+    widths = [pos[7] for names, pos in sim.commands[k:] if len(names) == 8]
+    assert widths and max(widths) == 0.0

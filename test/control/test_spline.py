@@ -163,7 +163,8 @@ def test_what_cannot_fit_within_the_stretch_is_refused_with_the_reason() -> None
 
 
 def test_without_acceleration_limits_only_velocity_is_checked() -> None:
-    sim = load_robot("sim_fr3")
+    # a robot file without acceleration/jerk limits (they are optional)
+    sim = load_robot("fr3").model_copy(update={"acceleration_limits": None, "jerk_limits": None})
     traj = JointTrajectory(sim.joint_names, _chunk(1.2).times,
                            np.asarray(sim.home) + np.outer(1.2 * _chunk(1.2).times, np.eye(7)[0]))
     out = fit_limits(traj, sim, np.asarray(sim.home), max_slowdown=0.0)

@@ -11,9 +11,9 @@ from mango.policy.kinematics import make_kinematics
 from mango.sim.kinematics import SimKinematics
 
 
-@pytest.mark.parametrize(("robot", "kind"), [("sim_fr3", SimKinematics), ("fr3", FR3Kinematics)])
-def test_robot_file_picks_the_kinematics(robot: str, kind: type) -> None:
-    cfg = load_robot(robot)
+@pytest.mark.parametrize(("name", "kind"), [("sim", SimKinematics), ("fr3_dh", FR3Kinematics)])
+def test_robot_file_picks_the_kinematics(name: str, kind: type) -> None:
+    cfg = load_robot("fr3").model_copy(update={"kinematics": name})
     kin = make_kinematics(cfg)
     assert isinstance(kin, kind)
     p, q = kin.fk(cfg.home)

@@ -29,7 +29,7 @@ from mango.policy.openpi import OpenPIBackend, OpenPIClient
 from mango.policy.openvla import OpenVLABackend
 from mango.policy.presets import get_preset
 
-ROBOT = load_robot("sim_fr3")
+ROBOT = load_robot("fr3")
 KIN = make_kinematics(ROBOT)
 
 

@@ -29,7 +29,7 @@ from mango.policy.kinematics import make_kinematics
 from mango.ros.trajectory_msg import chunk_goal
 from mango_ros.action import ExecuteChunk
 
-ROBOT = load_robot("sim_fr3")
+ROBOT = load_robot("fr3")
 JOINTS = list(ROBOT.joint_names)
 KIN = make_kinematics(ROBOT)
 CONTROL_RATE = 100.0
@@ -62,7 +62,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     procs.start("sim_node", "mango.nodes.sim_node", "-r", f"__ns:={ns}",
                 "-p", "scene:=libero10_soup_sauce_basket", "-p", "camera_rate:=0.0")
     procs.start("control", "mango.nodes.franka_control_node", "-r", f"__ns:={ns}",
-                "-p", "backend:=sim", "-p", "robot:=sim_fr3",
+                "-p", "backend:=sim", "-p", "robot:=fr3",
                 "-p", f"control_rate:={CONTROL_RATE}")
     with spun_node("test", threads=3) as node:
         states: list[tuple[float, np.ndarray, float]] = []
@@ -197,8 +197,8 @@ def test_invalid_goal_rejected_with_reason(rig: Rig, mutate, reason: str) -> Non
 def test_first_point_a_little_too_soon_starts_late(rig: Rig) -> None:
     """The arm moved on since the sender timed the chunk: it starts late, not refused."""
     q0 = rig.measured()
-    # 0.16 rad on joint 1 in 1/15 s is 2.4 rad/s, over its 2.175 rad/s: ~7 ms late.
-    pts = ramp(q0, np.array([0.16, 0, 0, 0, 0, 0, 0]), 1)
+    # 0.2 rad on joint 1 in 1/15 s is 3 rad/s, over the FR3's 2.62 rad/s: ~10 ms late.
+    pts = ramp(q0, np.array([0.2, 0, 0, 0, 0, 0, 0]), 1)
     pts = np.vstack([pts, ramp(pts[0], np.array([0.05, 0, 0, 0, 0, 0, 0]), 4)])
     res = result_of(send(rig.robot.start_chunk(chunk(pts))))
     assert res.result is TaskResult.SUCCEEDED, res.message

@@ -28,7 +28,7 @@ from mango.ros.world_state_msg import stamp_from_seconds
 from mango_ros.action import ExecuteChunk
 from mango_ros.srv import Halt
 
-ROBOT = load_robot("sim_fr3")
+ROBOT = load_robot("fr3")
 JOINTS = list(ROBOT.joint_names)
 FINGERS = ["fr3_finger_joint1", "fr3_finger_joint2"]
 PERIOD = 0.01  # s of wall time between the stand-in's joint states
@@ -83,7 +83,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     ns = f"/c{uuid.uuid4().hex[:8]}"
     procs = Processes(tmp_path_factory.mktemp("sim_clock"))
     procs.start("control", "mango.nodes.franka_control_node", "-r", f"__ns:={ns}",
-                "-p", "backend:=sim", "-p", "robot:=sim_fr3", "-p", "control_rate:=100.0")
+                "-p", "backend:=sim", "-p", "robot:=fr3", "-p", "control_rate:=100.0")
     with spun_node("fake_sim") as node:
         sim = FakeSim()
         pub = node.create_publisher(JointState, f"{ns}/joint_states", 10)

@@ -49,8 +49,8 @@ def test_poses_sizes_and_kinds_match_mujoco(drawer_env: SimEnv) -> None:
     assert hand.kind == "robot"
     assert np.allclose(hand.position, env.hand_pose()[0])
     # the hand centre lies between the two fingertips
-    left = d.xpos[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "panda0_leftfinger")]
-    right = d.xpos[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "panda0_rightfinger")]
+    left = d.xpos[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "left_finger")]
+    right = d.xpos[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "right_finger")]
     mid = (left + right) / 2
     assert np.linalg.norm(np.asarray(hand.position)[:2] - mid[:2]) < 0.01
 

@@ -1,11 +1,11 @@
 """Forward/inverse kinematics of the hand in the robot base frame, behind one small protocol.
 
 `Kinematics` is what control needs from an arm model; `FR3Kinematics` is the real FR3 from
-Franka's published Denavit-Hartenberg table. The simulated arm (`mango.sim.kinematics`)
-satisfies the same protocol; control never imports the simulator, so the layer that composes
-them (`mango.policy.kinematics.make_kinematics`) picks one per robot file. (The simulated
-Panda's joint 6 zero differs from the real arm's, so one cannot stand in for the other.) Both
-answer in the base frame with quaternions [w, x, y, z] and raise `UnreachableError`.
+Franka's published Denavit-Hartenberg table. The simulated arm (`mango.sim.kinematics`, the
+MuJoCo FR3 model) satisfies the same protocol and agrees with it to numerical precision;
+control never imports the simulator, so the layer that composes them
+(`mango.policy.kinematics.make_kinematics`) picks one per robot file. Both answer in the base
+frame with quaternions [w, x, y, z] and raise `UnreachableError`.
 """
 
 from __future__ import annotations

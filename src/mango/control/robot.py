@@ -1,7 +1,7 @@
 """Robot descriptions (`config/robots/*.yaml`): joint names, limits, home and workspace, as data.
 
 Every goal the control node accepts is checked against one of these before the arm moves, so
-the limits live in one reviewed file per robot (the FR3 datasheet's, or the simulated model's).
+the limits live in one reviewed file per robot (the FR3 datasheet's, for sim and robot alike).
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ class FrankaControlNode(Node):
         super().__init__("franka_control_node")
         self.params = p = declare_parameters(self, {
             "backend": Param("sim", lambda v: v in BACKENDS, f"one of {', '.join(BACKENDS)}"),
-            "robot": "sim_fr3", "control_rate": rate_param(100.0), "check_workspace": True,
+            "robot": "fr3", "control_rate": rate_param(100.0), "check_workspace": True,
             "max_start_delay": Param(0.1, lambda v: 0 <= v <= 1.0, "between 0 and 1 s"),
             "max_slowdown": Param(1.0, lambda v: 0 <= v <= 10.0, "between 0 and 10 s"),
             "joint_states_topic": "joint_states", "joint_command_topic": "joint_command",

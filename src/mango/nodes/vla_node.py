@@ -51,7 +51,7 @@ class VlaNode(Node):
             "backend": "expert", "preset": "", "scene": "", "fault": "", "host": "127.0.0.1",
             "port": Param(8000, lambda v: 1 <= v <= 65535, "a port number (1 to 65535)"),
             "url": "http://127.0.0.1:8000/act", "unnorm_key": "",
-            "checkpoint": "", "device": "cpu", "timeout": positive(30.0), "robot": "sim_fr3",
+            "checkpoint": "", "device": "cpu", "timeout": positive(30.0), "robot": "fr3",
             "policy_rate": rate_param(0.0, off_allowed=True),
             "execute_chunk_action": "execute_chunk",
             "joint_states_topic": "joint_states", "world_state_topic": "world_state",

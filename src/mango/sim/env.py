@@ -99,7 +99,8 @@ class SimEnv:
         self._renderers: dict[tuple[int, int, int], mujoco.Renderer] = {}
         self._seg_lut = self._segmentation_lut()
         self.last_render_time = 0.0
-        self._target = np.zeros(8)
+        self._target = np.zeros(8)  # targets applied to the actuators
+        self._goal = np.zeros(8)  # targets set since, reached by ramping in the next step
         self._ik: IKSolver | None = None
         self._seed = seed
         self.reset(seed)
@@ -137,6 +138,7 @@ class SimEnv:
                 elif e.joint is not None:
                     d.qpos[b.joint_qpos[e.joint.id]] = e.joint.q_init
             self._target = np.concatenate([home, [MAX_WIDTH]])
+            self._goal = self._target.copy()
             self._apply_ctrl(self._target)
             mujoco.mj_forward(m, d)
             for _ in range(int(0.3 / m.opt.timestep)):  # let objects settle on the table
@@ -154,15 +156,19 @@ class SimEnv:
     def set_joint_targets(
         self, positions: Sequence[float], gripper_width: float | None = None
     ) -> None:
-        """Set the 7 arm targets (and optionally the gripper width); physics keeps running."""
+        """Set the 7 arm targets (and optionally the gripper width); physics keeps running.
+
+        The next `step` ramps to them (a streamed command is a sample of a continuous motion,
+        as a trajectory controller interpolates it): a stiff arm jumping to each new target
+        shakes, and a shaking hand works a held object loose.
+        """
         q = np.asarray(positions, float)
         if q.shape != (7,) or not np.all(np.isfinite(q)):
             raise ValueError("joint targets must be 7 finite numbers")
         with self.lock:
-            self._target[:7] = q
+            self._goal[:7] = q
             if gripper_width is not None:
-                self._target[7] = gripper_width
-            self._apply_ctrl(self._target)
+                self._goal[7] = gripper_width
 
     def set_cartesian_target(
         self,
@@ -182,7 +188,9 @@ class SimEnv:
         """Hold one 8-D action for `duration` (default one control period), ramping to it."""
         with self.lock:
             start = self._target.copy()
-        goal = start if action is None else np.asarray(action, float)
+            goal = self._goal.copy() if action is None else np.asarray(action, float)
+            if action is not None and goal.shape == (8,):
+                self._goal = goal.copy()
         if goal.shape != (8,) or not np.all(np.isfinite(goal)):
             raise ValueError("an action must be 8 finite numbers (7 joints + gripper width)")
         n = SUBSTEPS if duration is None else max(1, round(duration / self.model.opt.timestep))

@@ -18,6 +18,7 @@ import numpy as np
 
 from mango.errors import UnreachableError
 from mango.geometry import mat_to_quat, rotation_angle
+from mango.sim.scene import FR3_READY
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +35,8 @@ class IKResult:
     message: str = ""
 
 
-# hand down above the table, elbow up, wrist mid-range: a good restart for the ladder
-WELL_CONDITIONED = np.array([0.0, -0.576, 0.0, -2.661, 0.0, 0.515, 0.0])
+# the FR3 ready pose (hand down above the table, elbow up, wrist mid-range): a good restart
+WELL_CONDITIONED = np.array(FR3_READY)
 
 
 class IKSolver:
@@ -59,7 +60,7 @@ class IKSolver:
         damping: float = 1e-2,
         max_step: float = 0.25,
         iters: int = 150,
-        random_starts: int = 6,
+        random_starts: int = 12,
         seed: int = 0,
     ) -> None:
         self.model = model

@@ -6,6 +6,7 @@ unchanged; the physics model is built from it in `mango.sim.build`.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -24,6 +25,10 @@ Size3 = tuple[Positive, Positive, Positive]
 Rgba = tuple[Unit, Unit, Unit, Unit]
 
 FR3_JOINTS: tuple[str, ...] = tuple(f"fr3_joint{i}" for i in range(1, 8))
+# franka_ros2's "ready" pose (gripper down in front of the base); `config/robots/fr3.yaml`
+# has the same `home`, so sim and robot start from one joint configuration.
+FR3_READY: tuple[float, ...] = (0.0, -math.pi / 4, 0.0, -3 * math.pi / 4, 0.0, math.pi / 2,
+                                math.pi / 4)
 
 Shape = Literal[
     "box",  # a solid box (food boxes, books)
@@ -132,7 +137,7 @@ class TableSpec(_Strict):
 class RobotSpec(_Strict):
     base: Vec3 = (-0.56, 0.0, 0.9)
     joint_names: tuple[str, ...] = FR3_JOINTS
-    home: tuple[Finite, ...] = (0.0, -0.576, 0.0, -2.661, 0.0, 0.515, 0.0)
+    home: tuple[Finite, ...] = FR3_READY
 
     @model_validator(mode="after")
     def _check(self) -> RobotSpec:

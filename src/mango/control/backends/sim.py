@@ -30,6 +30,7 @@ class SimBackend:
                  send: JointCommandSink) -> None:
         self.robot, self.period, self.reader, self.send = robot, period, reader, send
         self._names = [*robot.joint_names, GRIPPER]
+        self._width: float | None = None  # the gripper width last commanded
 
     def measured(self) -> Measured | None:
         return self.reader.measured()
@@ -38,7 +39,8 @@ class SimBackend:
         if width is None:
             self.send(list(self.robot.joint_names), q.tolist())
         else:
-            self.send(self._names, [*q.tolist(), float(width)])
+            self._width = float(width)
+            self.send(self._names, [*q.tolist(), self._width])
 
     def prepare(self, traj: JointTrajectory, start: Measured) -> JointTrajectory:
         # Played as given: sim_node's arm is a position servo fed linear interpolation at the
@@ -59,8 +61,11 @@ class SimBackend:
         tick = time.monotonic()
         clock = SimClock(start, tick, self.period)
         t = clock.t
+        # the gripper ramps from what it was told last, not from the measured width: fingers
+        # closed on an object measure its width, and commanding that would let it go
+        w0 = self._width if self._width is not None else start.width
         while True:
-            q, w = traj.sample(t, start.q, start.width)
+            q, w = traj.sample(t, start.q, w0)
             self._send(q, w)
             tracker.update(t)
             if t >= traj.duration:

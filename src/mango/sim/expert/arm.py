@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from mango.geometry import axis_yaw, rotation_angle, slerp
+from mango.geometry import axis_yaw, nearest_angle, quat_to_mat, rotation_angle, slerp
 from mango.sim.build import CONTROL_HZ
 from mango.sim.ik import IKSolver
 
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 DT = 1.0 / CONTROL_HZ
 OPEN = 0.08
 CLOSED = 0.0
-FINGERTIP = 0.034  # fingertips below the hand centre
+FINGERTIP = 0.008  # fingertips (pad bottoms) below the hand centre (the TCP)
 SYNC = object()  # generator token: let queued rows execute, then resume with a fresh state
 
 
@@ -60,6 +60,26 @@ class PlannedArm:
     def opening_yaw(self) -> float:
         """Direction (yaw) in which the fingers open now (the hand site's y axis)."""
         return axis_yaw(self.pose()[1], 1)
+
+    def grip_yaw(self, a: float, period: float = math.pi, margin: float = 0.5) -> float:
+        """The opening yaw a + k*period needing the least wrist turn whose last joint stays
+        `margin` inside its range (the nearest one if none does).
+
+        A symmetric grip is the same every half turn, but the wrist is not: the FR3's joint 7
+        sits at pi/4 of a +-3.02 rad range in the ready pose, so always turning the short way
+        can run it into a limit a few grasps later.
+        """
+        cur = self.opening_yaw()
+        # joint 7 turns the hand about its own z axis: a yaw change about world z moves the
+        # joint by that change times the axis's vertical component
+        hz = float(quat_to_mat(self.pose()[1])[2, 2])
+        q7, lo, hi = float(self.q[6]), float(self.ik.lower[6]), float(self.ik.upper[6])
+        near = nearest_angle(a, cur, period)
+        cands = sorted((near + k * period for k in range(-2, 3)), key=lambda c: abs(c - cur))
+        for c in cands:
+            if lo + margin <= q7 + (c - cur) * hz <= hi - margin:
+                return c
+        return near
 
     def line(
         self,

@@ -53,7 +53,7 @@ def close_drawer(ctx: SkillContext, ent: EntitySpec) -> Skill:
     start_l = handle + np.array([-0.035, 0.0, FINGERTIP - 0.05])
     end_l = done + np.array([0.0, 0.0, FINGERTIP - 0.05])
     fx = rot[:, 0]
-    a = nearest_angle(math.atan2(fx[1], fx[0]) + math.pi / 2, arm.opening_yaw(), math.pi)
+    a = arm.grip_yaw(math.atan2(fx[1], fx[0]) + math.pi / 2)
     start = to_world(pos, rot, start_l)
     end = to_world(pos, rot, end_l)
     yield from push(ctx, start, down_quat(a), [(end, None)], approach=0.12, speed=0.1)
@@ -83,7 +83,7 @@ def close_door(ctx: SkillContext, ent: EntitySpec) -> Skill:
         along = rot @ np.array([math.sin(q), math.cos(q), 0.0])
         return nearest_angle(math.atan2(along[1], along[0]), ref, math.pi)
 
-    a = hand_yaw(q0, arm.opening_yaw())
+    a = arm.grip_yaw(hand_yaw(q0, arm.opening_yaw()))
     start = point(q0, 0.05)
     quat = down_quat(a)
     sweep: list[Waypoint] = []

@@ -70,7 +70,7 @@ def grasp_yaw(arm: PlannedArm, ent: EntitySpec, yaw: float) -> float:
         return arm.opening_yaw()
     # a mug is taken across its body (away from the handle), a box across its short side
     a = yaw + math.pi / 2 if ent.shape == "mug" or sx > sy else yaw
-    return nearest_angle(a, arm.opening_yaw(), math.pi)
+    return arm.grip_yaw(a)
 
 
 def _close_and_lift(ctx: SkillContext, obj: str, z: float, lift: np.ndarray, speed: float,
