@@ -37,7 +37,10 @@ FR3_LOWER = np.array([-2.7437, -1.7837, -2.9007, -3.0421, -2.8065, 0.5445, -3.01
 FR3_UPPER = np.array([2.7437, 1.7837, 2.9007, -0.1518, 2.8065, 4.5169, 3.0159])
 LIBERO_BASE_X, LIBERO_TABLE_Z = -0.66, 0.9
 
-# The motion each preset's stand-in answers with (the test checks it came back).
+# The motion each preset's stand-in answers with (the test checks it came back): MOVE rows of
+# motion, then rows that hold still, so the arm has caught up with its last target (its
+# tracking lag gone) when the stack observes it for the next request.
+MOVE = 4
 LIBERO_UP = 0.1  # OSC units per step: 0.1 * 0.05 m = 5 mm up per step
 DROID_J1 = 0.1  # unit velocity on joint 1: 0.1 * 0.2 rad = 0.02 rad per step
 OPENVLA_UP = 0.004  # Bridge: metres up per query
@@ -87,7 +90,7 @@ def check_libero(obs: dict, problems: list[str]) -> np.ndarray:
         if not (abs(s[6] + s[7]) < 1e-4 and -1e-4 <= s[6] <= 0.04 + 1e-4):
             problems.append(f"finger qpos {s[6:]}: want [+a, -a], 0 <= a <= 0.04")
     rows = np.zeros((HORIZON, 7))
-    rows[:, 2], rows[:, 6] = LIBERO_UP, -1.0  # up, gripper open
+    rows[:MOVE, 2], rows[:, 6] = LIBERO_UP, -1.0  # up, then still; gripper open
     return rows
 
 
@@ -104,7 +107,7 @@ def check_droid(obs: dict, problems: list[str]) -> np.ndarray:
     if g is not None and not 0.0 <= g[0] <= 1.0:
         problems.append(f"gripper position {g[0]}: want 0 (open) .. 1 (closed)")
     rows = np.zeros((HORIZON, 8))
-    rows[:, 0] = DROID_J1  # joint 1 turns; gripper 0 = open
+    rows[:MOVE, 0] = DROID_J1  # joint 1 turns, then stops; gripper 0 = open
     return rows
 
 
