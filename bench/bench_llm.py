@@ -19,8 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal
 
 from pydantic import BaseModel, Field
-from rich.console import Console
-from rich.table import Table
+from report import print_table
 
 from mango.llm.backend import AgentCall
 from mango.llm.local import LocalBackend, LocalServer, resolve_model
@@ -201,12 +200,8 @@ def main() -> None:
         )
     )
 
-    table = Table(title="bench_llm: local Qwen2.5-Coder-0.5B Q4_K_M via llama.cpp (CPU)")
-    for col in ("measure", "value", "notes"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(*r)
-    Console().print(table)
+    print_table("bench_llm: local Qwen2.5-Coder-0.5B Q4_K_M via llama.cpp (CPU)",
+                ("measure", "value", "notes"), rows)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import argparse
 import time
 
 import numpy as np
+from report import print_table
 
 
 def _rtf(scene: str, seconds: float, cameras: tuple[str, ...], hz: float, seg: bool) -> float:
@@ -69,8 +70,6 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0, help="simulated seconds per run")
     ap.add_argument("--ik", type=int, default=200, help="IK problems")
     args = ap.parse_args()
-    from rich.console import Console
-    from rich.table import Table
 
     rows = []
     scene = "soup_sauce_basket"
@@ -84,12 +83,8 @@ def main() -> None:
     rows.append(("IK solves/s, random pose from home seed", f"{cold:.0f}/s",
                  f"solved {solved:.0%}"))
     rows.append(("IK solves/s, nearby seed (trajectory tracking)", f"{warm:.0f}/s", ""))
-    table = Table(title="bench_sim (MuJoCo Franka, scene libero10_soup_sauce_basket)")
-    for col in ("measure", "value", "note"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(*r)
-    Console().print(table)
+    print_table("bench_sim (MuJoCo Franka, scene libero10_soup_sauce_basket)",
+                ("measure", "value", "note"), rows)
 
 
 if __name__ == "__main__":

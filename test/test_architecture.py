@@ -19,12 +19,13 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 # that share a layer are peers and import neither each other.
 LAYERS: list[set[str]] = [
     {"errors"},  # the error users see (file, line, field)
-    {"json_files", "yaml_files", "geometry", "imaging"},  # readers, quaternions, image ops
+    {"json_files", "yaml_files", "geometry", "imaging", "torch_support"},  # readers, math, images
     {"oracle"},  # predicate language, function library, tracker, symbolic oracle
     {"bags"},  # rosbag2 files, CDR decoding, judging bags
     {"control", "sim"},  # controller core; the MuJoCo world
     {"llm"},  # model backends
     {"generation", "policy", "camera"},  # MANGO modules I-III; VLA policies; camera sources
+    {"perception"},  # RGB-D -> detections; grounds phrases with generation's grounder
     {"ros"},  # core <-> ROS message adapters (no rclpy)
     {"stack"},  # stack files: which nodes, with which parameters
     {"bringup", "launch_support"},  # bringing a stack up as processes / from ros2 launch

@@ -168,6 +168,12 @@ WALK: dict[str, tuple[Step, ...]] = {
     "make demo VIEWS=1": (NotHere("not run from inside the suite; `mango demo --record-views` "
                                   "is tested in test/ros/test_views.py", _check_make_demo_views),),
     "mango doctor": (Run("mango doctor", expect=("dds round trip",)),),
+    "mango perception markers --ids 0-5 --size-mm 40 -o sheet.pdf [--dictionary "
+    "apriltag_36h11] [--dpi 300] [--page a4]": (
+        Run("mango perception markers --ids 0-5 --size-mm 40 -o sheet.pdf", expect=("300 DPI",)),
+        Run("mango perception markers --ids 0-5 --size-mm 40 -o sheet.png --dictionary "
+            "apriltag_36h11 --dpi 150 --page letter", expect=("150 DPI on letter",)),
+    ),
     "mango oracle check ORACLE.json TRACE.jsonl [--json] [--exit-code]": (
         Run(f"mango oracle check {SOUP} {SOUP_TRACE}", expect=("verdict: PASS",)),
         Run(f"mango oracle check {SOUP} {SOUP_TRACE} --json --exit-code",
@@ -203,6 +209,12 @@ WALK: dict[str, tuple[Step, ...]] = {
     "mango demo [--scene S] [--fault KIND@WHEN]": (
         Run("mango demo --scene stove_moka --fault drop@0.3",
             expect=("verdict: FAIL", "oracle agrees")),
+    ),
+    'mango perception detect --scene bowl_drawer --seed 2 "the black bowl" "a purple unicorn" '
+    '--json': (
+        Run('mango perception detect --scene bowl_drawer --seed 2 "the black bowl" '
+            '"a purple unicorn" --json', expect=('"entity_id": "akita_black_bowl_1"',
+                                                '"unmatched": ["a purple unicorn"]')),
     ),
     "mango sim scenes": (Run("mango sim scenes", expect=("libero10_stove_moka",)),),
     "mango sim run --scene stove_moka --seed 3 [--fault drop@0.3] --trace out/t.jsonl "

@@ -22,7 +22,6 @@ import pytest
 from websockets.sync.server import ServerConnection, serve
 
 from mango.control import load_robot
-from mango.errors import InputError
 from mango.policy import Observation, Policy, PolicyConfig, PolicyError, make_backend
 from mango.policy.kinematics import make_kinematics
 from mango.policy.openpi import OpenPIBackend, OpenPIClient
@@ -228,19 +227,3 @@ def test_unknown_backend_and_preset_name_the_choices() -> None:
         make_backend(PolicyConfig(backend="nope"))
     with pytest.raises(PolicyError, match="unknown observation preset 'nope'"):
         make_backend(PolicyConfig(backend="openvla", preset="nope"))
-
-
-def test_lerobot_without_the_extra_says_how_to_install(tmp_path) -> None:
-    ckpt = tmp_path / "ckpt"
-    ckpt.mkdir()
-    (ckpt / "config.json").write_text(json.dumps({"type": "act"}))
-    try:
-        import lerobot  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip(reason="lerobot is installed here; this checks the message without it")
-    with pytest.raises(InputError, match=r"pip install lerobot==0\.6\.1"):
-        make_backend(PolicyConfig(backend="lerobot", checkpoint=str(ckpt)))
-    with pytest.raises(InputError, match=r"no config\.json"):
-        make_backend(PolicyConfig(backend="lerobot", checkpoint=str(tmp_path)))

@@ -22,6 +22,9 @@ CASES = [
     ("camera_node", "rate:=fast", "parameter 'rate': expected a finite number"),
     ("bag_recorder", "discovery_period:=-1.0", "parameter 'discovery_period' must be positive"),
     ("trace_player", "rate_scale:=-2.0", "parameter 'rate_scale' must be at least 0"),
+    ("perception_node", "backend:=magic", "unknown perception backend 'magic'"),
+    ("perception_node", "publish_rate:=-1.0", "parameter 'publish_rate' must be 0 (off) or"),
+    ("perception_node", "extrinsics:=/no/such.yaml", "/no/such.yaml"),
 ]
 
 

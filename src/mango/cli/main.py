@@ -37,6 +37,7 @@ _GROUPS: list[tuple[str, str | None]] = [
     ("mango.cli.bringup", None),
     ("mango.cli.demo", None),
     ("mango.cli.policy", "policy"),
+    ("mango.cli.perception", "perception"),
 ]
 
 

@@ -10,8 +10,12 @@ frame (`base_frame`, the URDF's root) to `tf_static`, all children of `world` (t
 scripted expert (optionally with a fault) to the end of the task and answers with the fault's
 ground truth; during it the world state is published after every 15 Hz action, exactly as
 `mango sim run` records it.
+With `segmentation` on, each camera also gives `camera/<name>/segmentation` (16UC1 from the
+same render as its depth: entity ids[v - 1], 0 background) and the latched
+`camera/segmentation_labels` says what the values mean (the privileged input of the `sim`
+perception backend).
 Parameters: `scene`, `seed`, `joint_names`, `state_rate`, `camera_rate`, `cameras`,
-`image_width`, `image_height`, `real_time_factor`, `base_frame`.
+`image_width`, `image_height`, `real_time_factor`, `base_frame`, `segmentation`.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from mango.sim.expert.policy import ExpertPolicy
 from mango.sim.faults import parse_fault
 from mango.sim.runner import make_labels
 from mango.sim.scene import FR3_JOINTS
+from mango_ros.msg import SegmentationLabels
 from mango_ros.msg import WorldState as WorldStateMsg
 from mango_ros.srv import ResetScene, RunExpert
 
@@ -73,7 +78,7 @@ class SimNode(Node):
             "cameras": ["front", "wrist"], "image_width": size, "image_height": size,
             "real_time_factor": Param(1.0, lambda v: 0 <= v <= 100,
                                       "0 (as fast as possible) to 100"),
-            "base_frame": "base"})
+            "base_frame": "base", "segmentation": False})
         self.joint_names = tuple(p["joint_names"])
         self.cameras = tuple(c for c in p["cameras"] if c)
         self.image_size = (int(p["image_width"]), int(p["image_height"]))
@@ -82,6 +87,7 @@ class SimNode(Node):
         self.rtf = float(p["real_time_factor"])
         self.base_frame = str(p["base_frame"])
         self.seed = int(p["seed"])
+        self.segmentation = bool(p["segmentation"])
         self.env = self._make_env(p["scene"], self.seed)
 
         self.js_pub = self.create_publisher(JointState, "joint_states", 10)
@@ -93,6 +99,11 @@ class SimNode(Node):
                 self.create_publisher(Image, f"camera/{c}/depth", 5),
                 self.create_publisher(CameraInfo, f"camera/{c}/camera_info", 5))
             for c in self.cameras}
+        self.seg_pubs = {c: self.create_publisher(Image, f"camera/{c}/segmentation", 5)
+                         for c in self.cameras} if self.segmentation else {}
+        self.labels_pub = self.create_publisher(
+            SegmentationLabels, "camera/segmentation_labels", latched_qos(1)) \
+            if self.segmentation else None
         self.tf_pub = self.create_publisher(TFMessage, "tf", 100)
         self.tf_static_pub = self.create_publisher(TFMessage, "tf_static", latched_qos(1))
         self._publish_static_frames()
@@ -137,6 +148,9 @@ class SimNode(Node):
         header = Header()
         header.stamp.sec, header.stamp.nanosec = stamp_from_seconds(self.env.time)
         self.tf_static_pub.publish(tf_message(self._frames(fixed=True), header.stamp))
+        if self.labels_pub is not None:
+            self.labels_pub.publish(SegmentationLabels(scene=self.env.scene.name,
+                                                       ids=list(self.env.segmentation_ids)))
 
     # ------------------------------------------------------------------ physics thread
 
@@ -235,7 +249,7 @@ class SimNode(Node):
             if carried:
                 self.tf_pub.publish(tf_message(carried, stamp))
             for name, (rgb_pub, depth_pub, info_pub) in self.cam_pubs.items():
-                rgb, depth, _ = env.render(name, seg=False)
+                rgb, depth, seg = env.render(name, seg=self.segmentation)
                 header = Header(frame_id=f"{name}_camera")
                 # acquisition time (CameraInfo.msg): the physics state drawn, not after drawing
                 header.stamp.sec, header.stamp.nanosec = stamp_from_seconds(env.last_render_time)
@@ -244,6 +258,8 @@ class SimNode(Node):
                 depth_pub.publish(numpy_to_image(depth, "32FC1", header))
                 info_pub.publish(camera_info(ci.width, ci.height, ci.fx, ci.fy, ci.cx, ci.cy,
                                              header))
+                if seg is not None and name in self.seg_pubs:
+                    self.seg_pubs[name].publish(numpy_to_image(seg + 1, "16UC1", header))
             time.sleep(max(0.0, next_t - time.monotonic()))
 
     # ------------------------------------------------------------------ ROS callbacks

@@ -17,7 +17,8 @@ import mujoco
 import numpy as np
 
 from mango.errors import InputError
-from mango.geometry import frame_quat, yaw_quat
+from mango.geometry import frame_quat, mat_to_quat, yaw_quat
+from mango.sim.markers import MarkerMap, marker_cells, marker_image
 from mango.sim.scene import ARTICULATED, EntitySpec, SceneSpec
 
 CONTROL_HZ = 15.0
@@ -184,8 +185,10 @@ def _lookat_quat(pos: tuple[float, ...], target: tuple[float, ...]) -> list[floa
 
 
 class _Builder:
-    def __init__(self, scene: SceneSpec, visual: bool = True) -> None:
+    def __init__(self, scene: SceneSpec, visual: bool = True,
+                 markers: MarkerMap | None = None) -> None:
         self.scene = scene
+        self.markers = markers
         self.spec = fr3_spec(scene.robot.base, visual=visual)
         self.spec.modelname = scene.name
         self.spec.option.timestep = 1.0 / (CONTROL_HZ * SUBSTEPS)
@@ -262,8 +265,38 @@ class _Builder:
                 del owner
             body.add_site(name=r.id, type=mujoco.mjtGeom.mjGEOM_BOX, pos=list(r.offset),
                           size=[s / 2 for s in r.size], rgba=[0, 1, 0, 0.15], group=5)
+        if self.markers is not None:
+            self._markers(self.markers)
         model = self.spec.compile()
         return self._maps(model)
+
+    def _markers(self, mm: MarkerMap) -> None:
+        """Each marker as a thin plate on its entity: visual only (no contacts, no mass to
+        speak of), owned by the entity so segmentation and contacts see the entity."""
+        mm.check_scene(self.scene)
+        cells = marker_cells(mm.dictionary)
+        for m in mm.markers:
+            img = marker_image(mm.dictionary, m.id, cell_px=16)
+            # image rows top-down as generated: on a box's +z face this reads upright with
+            # image right = +x and up = +y (checked by detecting it in a render)
+            rgb = np.ascontiguousarray(np.repeat(img[..., None], 3, axis=2))
+            tex = self.spec.add_texture(name=f"marker_{m.id}_tex",
+                                        type=mujoco.mjtTexture.mjTEXTURE_2D,
+                                        width=rgb.shape[1], height=rgb.shape[0], nchannel=3)
+            tex.data = rgb.tobytes()
+            mat = self.spec.add_material(name=f"marker_{m.id}_mat", texrepeat=[1, 1],
+                                         specular=0.0, shininess=0.0, reflectance=0.0)
+            mat.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = tex.name
+            name = m.entity if m.part == "base" else f"{m.entity}__{m.part}"
+            body = self.spec.body(name)
+            half = m.size * (cells + 2) / cells / 2  # the white quiet zone around the square
+            rot = m.rotation()
+            # the plate's lower face lies on the marker plane: nothing pokes into the entity
+            centre = np.asarray(m.position, float) + rot[:, 2] * 0.0005
+            self._geom(body, m.entity, type=mujoco.mjtGeom.mjGEOM_BOX, pos=centre.tolist(),
+                       quat=mat_to_quat(rot).tolist(), size=[half, half, 0.0005],
+                       material=mat.name, rgba=[1, 1, 1, 1], contype=0, conaffinity=0,
+                       mass=1e-5)
 
     def _entity(self, e: EntitySpec) -> None:
         sc = self.scene
@@ -442,9 +475,9 @@ class _Builder:
         )
 
 
-def build_scene(scene: SceneSpec) -> BuiltScene:
-    """Compile the scene into a MuJoCo model with id maps."""
-    return _Builder(scene).build()
+def build_scene(scene: SceneSpec, markers: MarkerMap | None = None) -> BuiltScene:
+    """Compile the scene into a MuJoCo model with id maps; `markers` adds fiducial plates."""
+    return _Builder(scene, markers=markers).build()
 
 
 def build_robot(scene: SceneSpec) -> BuiltScene:

@@ -32,6 +32,7 @@ from mango.oracle.world_state import (
 )
 from mango.sim.build import CONTROL_HZ, SUBSTEPS, BuiltScene, build_scene
 from mango.sim.ik import IKSolver
+from mango.sim.markers import MarkerMap
 from mango.sim.scene import ARTICULATED, FR3_JOINTS, SceneSpec, as_scene
 
 log = logging.getLogger(__name__)
@@ -78,9 +79,11 @@ class SimEnv:
         image_size: tuple[int, int] = (224, 224),
         joint_names: Sequence[str] | None = None,
         shadows: bool = False,
+        markers: MarkerMap | None = None,
     ) -> None:
         self.scene = as_scene(scene)
-        self.built: BuiltScene = build_scene(self.scene)
+        self.markers = markers  # fiducials rendered on the entities (None: none)
+        self.built: BuiltScene = build_scene(self.scene, markers)
         self.model = self.built.model
         self.data = mujoco.MjData(self.model)
         names = tuple(joint_names) if joint_names is not None else self.scene.robot.joint_names

@@ -13,7 +13,11 @@ from dataclasses import dataclass, field
 from mango.generation.models import SceneTask
 from mango.generation.offline.lexicon import LEXICON, head_noun, singular, token_sim, tokens_of
 from mango.generation.offline.matching import Grounder
-from mango.generation.offline.parsing import NounPhrase, parse_instruction_clauses
+from mango.generation.offline.parsing import (
+    NounPhrase,
+    parse_instruction_clauses,
+    parse_noun_phrase,
+)
 
 _ACCEPT = 0.45
 
@@ -278,3 +282,33 @@ class InstructionGrounder:
 def ground_instruction(instruction: str, scene: SceneTask) -> ParseResult:
     """Parse and ground one instruction on a scene (deterministic, no language model)."""
     return InstructionGrounder(scene).ground(instruction)
+
+
+@dataclass(frozen=True)
+class PhraseGrounding:
+    """What a standalone noun phrase denotes on a scene: ids with their match scores (best
+    first; several for "both X and Y" or a plural), or why nothing."""
+
+    phrase: str
+    matches: tuple[tuple[str, float], ...]
+    problem: str | None = None
+
+
+def ground_phrase(phrase: str, scene: SceneTask) -> PhraseGrounding:
+    """Ground one noun phrase exactly as an instruction's target is grounded (perception asks
+    "where is the black bowl" with the generator's own matching, so both name the same id)."""
+    np = parse_noun_phrase(phrase)
+    if np is None or not any(w not in LEXICON.stop for w in np.words):
+        return PhraseGrounding(phrase, (), f"'{phrase}' names nothing")
+    grounder = InstructionGrounder(scene)
+    ids = grounder.ground_np(np, "target")
+    if not ids:
+        problem = grounder.problems[-1] if grounder.problems else ""
+        return PhraseGrounding(phrase, (), problem.removesuffix(" (target)")
+                               or f"no scene entity matches '{phrase}'")
+    parts = grounder._split_coordination(np) if len(ids) > 1 else [np.words]
+    scores = []
+    for i, ent in enumerate(ids):
+        words = parts[i] if len(parts) == len(ids) else np.words
+        scores.append((ent, round(grounder.g.score(words, ent), 4)))
+    return PhraseGrounding(phrase, tuple(scores))

@@ -113,6 +113,11 @@ def _noun_phrase(words: list[str]) -> NounPhrase | None:
     return NounPhrase(words=words, plural=plural or quantified, quantified=quantified)
 
 
+def parse_noun_phrase(text: str) -> NounPhrase | None:
+    """A phrase said on its own ("the black bowl", "both moka pots"), as a clause has it."""
+    return _noun_phrase(normalize_instruction(text))
+
+
 def parse_clause(toks: list[str], after: bool) -> Clause | None:
     """One clause: verb, object, optional source and relation + target."""
     while toks and (toks[0] in LEXICON.connectors or toks[0] == "please"):

@@ -1,0 +1,24 @@
+"""Frames put together from images that arrive one by one: never two instants mixed."""
+
+from __future__ import annotations
+
+from mango.perception.frames import FrameAssembler
+
+
+def test_newest_complete_capture_wins() -> None:
+    a = FrameAssembler(keep=3)
+    assert a.latest(("depth",)) is None
+    a.add("rgb", 1.0, "rgb1")
+    a.add("depth", 1.0, "d1")
+    a.add("segmentation", 1.0, "s1")
+    a.add("rgb", 2.0, "rgb2")
+    a.add("depth", 2.0, "d2")  # its segmentation is still on the way
+    assert a.latest(("depth", "segmentation")) == (1.0, {"rgb": "rgb1", "depth": "d1",
+                                                         "segmentation": "s1"})
+    assert a.latest(("depth",)) == (2.0, {"rgb": "rgb2", "depth": "d2"})
+    a.add("segmentation", 2.0, "s2")
+    assert a.latest(("depth", "segmentation"))[0] == 2.0  # type: ignore[index]
+    for t in (3.0, 4.0, 5.0):
+        a.add("depth", t, f"d{t}")
+    assert a.latest(("depth", "segmentation")) is None  # capture 2's depth has been dropped
+    assert a.has("rgb") and a.latest(()) is None

@@ -1,0 +1,148 @@
+"""perception_node with real rclpy: on the real sim (sim_node's images, depth, camera_info,
+segmentation and tf), and on frames a test camera publishes (what a camera may get wrong).
+
+`Detect` always answers: unknown phrases, regions, out-of-view objects, an unknown camera,
+no CameraInfo and an empty depth image come back as reasons, never as a failed call."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Header
+from support.ros import Processes, call_service, wait_for
+from tf2_msgs.msg import TFMessage
+from visualization_msgs.msg import MarkerArray
+
+from mango.control.robot_state import FrameTransform
+from mango.nodes.common import latched_qos
+from mango.ros.detection_msg import detection_from_msg
+from mango.ros.images import camera_info, numpy_to_image
+from mango.ros.tf_msg import tf_message
+from mango.ros.world_state_msg import msg_to_state
+from mango_ros.msg import Detections, SegmentationLabels, WorldState
+from mango_ros.srv import Detect
+
+SCENE = "libero10_stove_moka"
+
+
+def _detect(node: Node, ns: str, phrases: list[str], camera: str = "",
+            max_results: int = 1) -> Detect.Response:
+    return call_service(node, Detect, f"{ns}/perception_node/detect",
+                        Detect.Request(phrases=phrases, camera=camera, max_results=max_results),
+                        timeout=30)
+
+
+def test_detect_on_the_sim(ros_node: Node, processes: Processes, namespace: str) -> None:
+    states: list[WorldState] = []
+    published: list[Detections] = []
+    markers: list[MarkerArray] = []
+    ros_node.create_subscription(WorldState, f"{namespace}/world_state", states.append, 10)
+    ros_node.create_subscription(Detections, f"{namespace}/detections", published.append, 10)
+    ros_node.create_subscription(MarkerArray, f"{namespace}/detection_markers", markers.append,
+                                 10)
+    processes.start("sim", "mango.nodes.sim_node", "-r", f"__ns:={namespace}",
+                    "-p", f"scene:={SCENE}", "-p", "camera_rate:=5.0",
+                    "-p", "cameras:=['front', 'wrist']", "-p", "image_width:=320",
+                    "-p", "image_height:=240", "-p", "segmentation:=true")
+    processes.start("perception", "mango.nodes.perception_node", "-r", f"__ns:={namespace}",
+                    "-p", "backend:=sim", "-p", "cameras:=['front', 'wrist']",
+                    "-p", "publish_rate:=2.0", "-p", "phrases:=['the frying pan']")
+
+    def answered() -> Detect.Response | None:
+        r = _detect(ros_node, namespace, ["the moka pot"])
+        return r if r.success else None
+
+    reply = wait_for(answered, timeout=90, what="a Detect answered from sim frames")
+    wait_for(lambda: states, timeout=30, what="a world state")
+    truth = msg_to_state(states[-1])
+    ((det_msg,),) = [reply.detections]
+    det = detection_from_msg(det_msg, (240, 320))
+    assert det.entity_id == "moka_pot_1" and det.camera == "front"
+    assert det_msg.header.frame_id == "world" and det_msg.camera_frame_id == "front_camera"
+    assert np.linalg.norm(np.subtract(det.centroid, truth.objects["moka_pot_1"].position)) < 0.01
+    assert det.mask is not None and det.mask.sum() > 50
+    x0, y0, x1, y1 = det.box_2d
+    assert not det.mask[y0:y1, x0:x1].all()  # a silhouette, not its box
+    assert det.mask.sum() == det.mask[y0:y1, x0:x1].sum()
+
+    reply = _detect(ros_node, namespace, ["a purple unicorn", "the cook region",
+                                          "the moka pot"], camera="front")
+    assert reply.success and [d.entity_id for d in reply.detections] == ["moka_pot_1"]
+    reasons = dict(zip(reply.unmatched, reply.reasons, strict=True))
+    assert "no scene entity matches 'a purple unicorn'" in reasons["a purple unicorn"]
+    assert "region, which has no pixels" in reasons["the cook region"]
+
+    # the wrist camera is carried: its pose comes from sim_node's tf at the image's stamp
+    wrist = _detect(ros_node, namespace, ["the moka pot", "the frying pan", "the stove"],
+                    camera="wrist")
+    assert wrist.success and wrist.detections
+    front = {d.entity_id: d for d in _detect(
+        ros_node, namespace, ["the moka pot", "the frying pan", "the stove"]).detections}
+    compared = 0
+    for d in wrist.detections:
+        if d.box.x_offset > 0 and d.box.y_offset > 0 and d.box.x_offset + d.box.width < 320 \
+                and d.box.y_offset + d.box.height < 240:
+            a, b = d.centroid, front[d.entity_id].centroid
+            assert math.dist((a.x, a.y, a.z), (b.x, b.y, b.z)) < 0.015
+            compared += 1
+    assert compared >= 1
+    for phrase, why in zip(wrist.unmatched, wrist.reasons, strict=True):
+        assert "not in view of camera 'wrist'" in why, (phrase, why)
+
+    unknown = _detect(ros_node, namespace, ["the moka pot"], camera="top")
+    assert not unknown.success and "unknown camera 'top'" in unknown.message
+
+    # published at the rate, for the `phrases` parameter, and as rviz markers
+    wait_for(lambda: any(m.detections and m.detections[0].phrase == "the frying pan"
+                         for m in published), timeout=20, what="detections at publish_rate")
+    wait_for(lambda: any(len(m.markers) >= 3 for m in markers), timeout=20, what="markers")
+    assert "Traceback" not in processes.log("perception")
+
+
+def test_what_a_camera_gets_wrong(ros_node: Node, processes: Processes,
+                                  namespace: str) -> None:
+    """A camera of our own: no CameraInfo yet, then CameraInfo with an empty depth image."""
+    processes.start("perception", "mango.nodes.perception_node", "-r", f"__ns:={namespace}",
+                    "-p", "backend:=sim", "-p", f"scene:={SCENE}", "-p", "cameras:=['front']")
+    img = ros_node.create_publisher(Image, f"{namespace}/camera/front/image_raw", 5)
+    depth = ros_node.create_publisher(Image, f"{namespace}/camera/front/depth", 5)
+    seg = ros_node.create_publisher(Image, f"{namespace}/camera/front/segmentation", 5)
+    info = ros_node.create_publisher(type(camera_info(1, 1, 1, 1, 0, 0)),
+                                     f"{namespace}/camera/front/camera_info", 5)
+    labels = ros_node.create_publisher(SegmentationLabels,
+                                       f"{namespace}/camera/segmentation_labels", latched_qos(1))
+    labels.publish(SegmentationLabels(scene=SCENE, ids=["main_table", "moka_pot_1"]))
+    first = wait_for(lambda: _detect(ros_node, namespace, ["the moka pot"]), timeout=60,
+                     what="the perception service")
+    assert not first.success and "no depth or segmentation image received yet" in first.message
+    header = Header(frame_id="front_camera")
+    header.stamp.sec = 7
+
+    def send(with_info: bool) -> None:
+        img.publish(numpy_to_image(np.zeros((24, 32, 3), np.uint8), "rgb8", header))
+        depth.publish(numpy_to_image(np.full((24, 32), np.nan, np.float32), "32FC1", header))
+        seg.publish(numpy_to_image(np.full((24, 32), 2, np.uint16), "16UC1", header))
+        if with_info:
+            info.publish(camera_info(32, 24, 30.0, 30.0, 15.5, 11.5, header))
+
+    def reply_says(text: str, with_info: bool) -> Detect.Response | None:
+        send(with_info)
+        r = _detect(ros_node, namespace, ["the moka pot"])
+        return r if text in r.message else None
+
+    r = wait_for(lambda: reply_says("has no CameraInfo yet", False), timeout=20,
+                 what="'no CameraInfo'")
+    assert not r.success and r.unmatched == ["the moka pot"] and "CameraInfo" in r.reasons[0]
+    # CameraInfo, but no tf for front_camera: no pose; the node says so
+    r = wait_for(lambda: reply_says("no pose in the world", True), timeout=20, what="no pose")
+    assert not r.success
+    tf = ros_node.create_publisher(TFMessage, f"{namespace}/tf_static", latched_qos(10))
+    tf.publish(tf_message([FrameTransform("world", "front_camera", (0.0, 0.0, 1.0),
+                                          (0.0, 1.0, 0.0, 0.0))], header.stamp))
+    r = wait_for(lambda: reply_says("the depth image is empty", True), timeout=20,
+                 what="'empty depth'")
+    assert not r.success and "empty" in r.reasons[0]
+    assert "Traceback" not in processes.log("perception")
