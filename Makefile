@@ -16,7 +16,7 @@ REQS       := requirements/ros-runtime.txt requirements/ros-build.txt requiremen
 NODEPS     := requirements/no-deps.txt
 INTERFACES := $(wildcard msg/*.msg srv/*.srv action/*.action) CMakeLists.txt package.xml
 
-.PHONY: setup test lint demo bench clean doctor
+.PHONY: setup test lint demo bench clean doctor openpi-venv
 .DEFAULT_GOAL := help
 
 help:
@@ -79,7 +79,19 @@ doctor: setup
 lint: setup
 	$(ENV) ruff check src test bench scripts
 
-test: setup
+# openpi's own policy server for the openpi tests (test/policy/test_openpi_server.py), in
+# its own venv: openpi-client pins numpy<2.
+OPENPI_VENV := .venv-openpi
+openpi-venv: $(OPENPI_VENV)/.stamp
+
+$(OPENPI_VENV)/.stamp: requirements/openpi-server.txt
+	$(PYTHON) -m venv $(OPENPI_VENV)
+	$(OPENPI_VENV)/bin/pip install -q --disable-pip-version-check --no-deps \
+	  -r requirements/openpi-server.txt
+	$(OPENPI_VENV)/bin/python -c "import openpi_server, openpi_client"
+	@touch $@
+
+test: setup openpi-venv
 	$(ENV) ruff check src test bench scripts
 	$(ENV) python -m pytest -q
 
@@ -90,4 +102,4 @@ bench: setup
 	$(ENV) for b in bench/bench_*.py; do echo "== $$b"; python "$$b" || exit 1; done
 
 clean:
-	rm -rf build $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf build $(VENV) $(OPENPI_VENV) .pytest_cache .ruff_cache .hypothesis

@@ -56,6 +56,9 @@ def run(
     attach: Annotated[bool, typer.Option(
         "--attach", help="Run on the stack `mango bringup sim` left running, not a new one.")
                       ] = False,
+    max_steps: Annotated[int | None, typer.Option(
+        "--max-steps", min=1, help="Stop the policy after this many actions (default: the "
+        "scene's horizon at 15 Hz).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the nodes' output.")
                        ] = False,
     exit_code: ExitCodeOpt = False,
@@ -76,7 +79,8 @@ def run(
             raise InputError("give --scene (or --attach to a running `mango bringup sim`)",
                              field="scene")
         report = run_episode(Episode(scene, oracle, backend or "expert", fault, seed, bag,
-                                     namespace, options, views=record_views, attach=attach),
+                                     namespace, options, views=record_views, attach=attach,
+                                     max_steps=max_steps),
                              output=out)
     except InputError as exc:
         sys.stderr.write(f"error: {exc}\n")

@@ -62,6 +62,7 @@ class Episode:
     options: dict[str, Any] = field(default_factory=dict)  # vla_node backend options
     views: bool = False  # record what the layouts show, in the root namespace
     attach: bool = False  # run on the stack already up under `namespace` (default: the root)
+    max_steps: int | None = None  # stop after this many actions (default: the scene's horizon)
 
 
 def _episode_only(
@@ -156,7 +157,8 @@ def run_episode(
             session.wait(lambda: listeners <= {i.node_name for i in
                                                node.get_subscriptions_info_by_topic(topic)},
                          startup_timeout, f"{', '.join(sorted(listeners))} on {topic}")
-            verdict, outcome, feedback = _judge(robot, spec, oracle_path, "", episode.seed)
+            verdict, outcome, feedback = _judge(robot, spec, oracle_path, "", episode.seed,
+                                                episode.max_steps)
     except NodeDied as exc:
         tail = "\n  " + "\n  ".join(exc.tail[-5:]) if exc.tail else ""
         raise RunFailed(f"{exc}{tail}") from None
@@ -189,8 +191,8 @@ def _oracle_path(spec: SceneSpec, scene_path: Path, oracle: str | None) -> Path:
     return path
 
 
-def _judge(robot: Robot, spec: SceneSpec, oracle_path: Path, scene: str, seed: int
-           ) -> tuple[TaskVerdict, Outcome, list[Any]]:
+def _judge(robot: Robot, spec: SceneSpec, oracle_path: Path, scene: str, seed: int,
+           max_steps: int | None = None) -> tuple[TaskVerdict, Outcome, list[Any]]:
     """Load the oracle, reset the scene, run the policy, finish the oracle: its verdict, the
     policy's outcome and the policy's feedback."""
     feedback: list[Any] = []
@@ -202,7 +204,8 @@ def _judge(robot: Robot, spec: SceneSpec, oracle_path: Path, scene: str, seed: i
     if not reset.success:
         raise RunFailed(f"sim reset failed: {reset.message}")
     seen = robot.task_verdicts_seen()
-    task = robot.start_policy(spec.instruction, max_steps=math.ceil(spec.horizon * POLICY_RATE),
+    task = robot.start_policy(spec.instruction,
+                              max_steps=max_steps or math.ceil(spec.horizon * POLICY_RATE),
                               feedback=feedback.append)
     outcome = task.result(timeout=spec.horizon * 3 + 60.0)
     if outcome.result is TaskResult.REJECTED:
@@ -289,7 +292,7 @@ def _run_attached(episode: Episode, on_step: Callable[[StepVerdict], None] | Non
             # them; their publisher was found with the oracle's service, history follows
             time.sleep(0.5)
             verdict, outcome, feedback = _judge(robot, spec, oracle_path, scene_arg,
-                                                episode.seed)
+                                                episode.seed, episode.max_steps)
     except TimeoutError as exc:
         raise RunFailed(str(exc)) from None
     run = {"scene": spec.name, "instruction": spec.instruction, "oracle": str(oracle_path),

@@ -1,6 +1,7 @@
 """openpi websocket client (own implementation of the openpi-client protocol).
 
-`openpi-client` is not published on PyPI, so this speaks the protocol directly: on connect the
+`openpi-client` is on PyPI (0.1.2) but pins `numpy<2`, which this project's stack (ROS 2
+Kilted wheels, MuJoCo) does not run on, so this speaks the protocol directly: on connect the
 server sends msgpack metadata; each request is a msgpack observation, each reply a msgpack
 dict with `actions` (H x D); a *text* frame is the server's error (a traceback). A dropped
 connection is re-opened once per request.
@@ -94,8 +95,9 @@ class OpenPIBackend:
         self.instruction = ""
 
     @classmethod
-    def from_config(cls, cfg: PolicyConfig) -> OpenPIBackend:
-        return cls(OpenPIClient(cfg.host, cfg.port, cfg.timeout), preset_for(cfg, "libero"))
+    def from_config(cls, cfg: PolicyConfig, kinematics: Any = None) -> OpenPIBackend:
+        return cls(OpenPIClient(cfg.host, cfg.port, cfg.timeout), preset_for(cfg, "libero"),
+                   kinematics)
 
     def reset(self, instruction: str) -> None:
         self.instruction = instruction

@@ -54,8 +54,9 @@ class OpenVLABackend:
         self._http = httpx.Client(timeout=timeout)
 
     @classmethod
-    def from_config(cls, cfg: PolicyConfig) -> OpenVLABackend:
-        return cls(cfg.url, preset_for(cfg, "openvla"), cfg.timeout, cfg.unnorm_key)
+    def from_config(cls, cfg: PolicyConfig, kinematics: Any = None) -> OpenVLABackend:
+        return cls(cfg.url, preset_for(cfg, "openvla"), cfg.timeout, cfg.unnorm_key,
+                   kinematics)
 
     def reset(self, instruction: str) -> None:
         pass

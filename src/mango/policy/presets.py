@@ -9,7 +9,8 @@ entry to `PRESETS`, not a code branch. The chunk length is whatever the reply ho
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -50,7 +51,11 @@ class ImageSpec:
     camera: str  # canonical camera name
     key: str  # key in the request
     size: tuple[int, int] = (224, 224)  # height, width (resized with padding)
-    rotate_180: bool = False  # LIBERO renders upside down; its policies expect that
+    # Turn the frame 180 degrees before sending. Our renders and cameras are upright, and so
+    # are the images every family here was trained on (openpi's and OpenVLA's LIBERO clients
+    # turn LIBERO's upside-down renders upright), so no preset sets it; it is for a source
+    # that delivers frames upside down.
+    rotate_180: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,9 +63,18 @@ class ActionSpec:
     """What a reply's action rows mean and how they become joint targets."""
 
     kind: Literal["joint_position", "joint_velocity", "ee_delta"]
-    gripper: Literal["width", "closedness", "close_positive", "open_is_one"] = "width"
+    gripper: Literal["width", "closedness", "closed_above_half", "close_positive",
+                     "open_is_one"] = "width"
     pos_scale: float = 1.0  # ee_delta: metres per unit
-    rot_scale: float = 1.0  # ee_delta: radians per unit (axis-angle)
+    rot_scale: float = 1.0  # ee_delta: radians per unit
+    # ee_delta: how rows[3:6] turn the hand. "axis_angle": a rotation vector applied in the
+    # base frame (robosuite's OSC controller, LIBERO); "euler": differences of the hand's
+    # Euler angles (roll, pitch, yaw; static x-y-z), added to the current angles (Bridge).
+    rotation: Literal["axis_angle", "euler"] = "axis_angle"
+    clip: float | None = None  # rows are clipped to [-clip, clip] first (the peer's env does)
+    # joint_velocity: radians per step for a unit velocity (DROID's max joint delta); the
+    # rows are steps at the preset's rate, each added to the previous target.
+    joint_delta: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -72,6 +86,9 @@ class ObservationPreset:
     prompt_key: str = "prompt"
     rate_hz: float = 15.0  # the rate the chunk rows are meant to be played at
     extra: Mapping[str, Any] = field(default_factory=dict)  # constant request fields
+    # Where the robot base sits in the world frame the policy's end-effector state was
+    # recorded in (None: the base frame). The base is taken as unrotated in that world.
+    state_base: tuple[float, float, float] | None = None
 
     def cameras(self) -> list[str]:
         return [i.camera for i in self.images]
@@ -86,8 +103,8 @@ class ObservationPreset:
             img = resize_with_pad(np.asarray(img, np.uint8), *spec.size)
             req[spec.key] = np.ascontiguousarray(img[::-1, ::-1] if spec.rotate_180 else img)
         for key, fields in self.state:
-            req[key] = np.concatenate([state_field(f, obs, kinematics) for f in fields]).astype(
-                np.float32)
+            req[key] = np.concatenate([state_field(f, obs, kinematics, self.state_base)
+                                       for f in fields]).astype(np.float32)
         req[self.prompt_key] = obs.instruction
         return req
 
@@ -102,12 +119,15 @@ class ObservationPreset:
                               f"{list(np.shape(actions))}")
         if not np.all(np.isfinite(a[:, :need])):
             raise PolicyError(f"preset {self.name}: the reply holds non-finite actions")
+        a = a[:, :need]
+        if spec.clip is not None:
+            a = np.clip(a, -spec.clip, spec.clip)
         width = np.array([gripper_width(v, spec.gripper) for v in a[:, need - 1]])
         if spec.kind == "joint_position":
             return np.column_stack([a[:, :7], width])
         if spec.kind == "joint_velocity":
-            q = obs.joint_positions + np.cumsum(a[:, :7], axis=0) / self.rate_hz
-            return np.column_stack([q, width])
+            return np.column_stack([joint_velocity_targets(a[:, :7], obs.joint_positions,
+                                                           spec.joint_delta), width])
         if kinematics is None:
             raise PolicyError(f"preset {self.name}: end-effector actions need kinematics")
         return _ee_deltas_to_joints(a, width, obs, kinematics, spec)
@@ -121,7 +141,10 @@ def _ee_deltas_to_joints(a: np.ndarray, width: np.ndarray, obs: Observation,
     rows: list[np.ndarray] = []
     for k, row in enumerate(a):
         pos = pos + row[:3] * spec.pos_scale
-        rot = axis_angle_to_mat(row[3:6] * spec.rot_scale) @ rot
+        if spec.rotation == "euler":
+            rot = euler_to_mat(mat_to_euler(rot) + row[3:6] * spec.rot_scale)
+        else:
+            rot = axis_angle_to_mat(row[3:6] * spec.rot_scale) @ rot
         try:
             q = kinematics.ik(pos, mat_to_quat(rot), q)
         except UnreachableError as exc:
@@ -132,12 +155,41 @@ def _ee_deltas_to_joints(a: np.ndarray, width: np.ndarray, obs: Observation,
     return np.asarray(rows)
 
 
+def joint_velocity_targets(vel: np.ndarray, q0: np.ndarray, joint_delta: float) -> np.ndarray:
+    """DROID's joint-velocity rows -> absolute joint targets, one per step.
+
+    DROID's env scales each row so no joint exceeds 1, then moves `joint_delta` radians per
+    unit in one control step (15 Hz), from where the arm is; played open-loop, a chunk's
+    targets are the running sum from the observed joints.
+    """
+    v = np.asarray(vel, float)
+    over = np.maximum(np.abs(v).max(axis=1, keepdims=True), 1.0)
+    return np.asarray(q0, float) + np.cumsum(v / over * joint_delta, axis=0)
+
+
+def mat_to_euler(m: np.ndarray) -> np.ndarray:
+    """Roll, pitch, yaw (static x-y-z: m = Rz(yaw) Ry(pitch) Rx(roll)) of a rotation."""
+    pitch = math.atan2(-m[2, 0], math.hypot(m[0, 0], m[1, 0]))
+    if math.hypot(m[0, 0], m[1, 0]) < 1e-9:  # gimbal lock: yaw folded into roll
+        return np.array([math.atan2(-m[1, 2], m[1, 1]), pitch, 0.0])
+    return np.array([math.atan2(m[2, 1], m[2, 2]), pitch, math.atan2(m[1, 0], m[0, 0])])
+
+
+def euler_to_mat(rpy: np.ndarray) -> np.ndarray:
+    """Rotation of roll, pitch, yaw (static x-y-z), the inverse of `mat_to_euler`."""
+    r, p, y = (float(v) for v in rpy)
+    return (axis_angle_to_mat([0.0, 0.0, y]) @ axis_angle_to_mat([0.0, p, 0.0])
+            @ axis_angle_to_mat([r, 0.0, 0.0]))
+
+
 def gripper_width(value: float, convention: str) -> float:
     """A family's gripper value -> width in metres."""
     if convention == "width":
         return float(np.clip(value, 0.0, MAX_WIDTH))
     if convention == "closedness":  # 0 open .. 1 closed
         return float(np.clip(1.0 - value, 0.0, 1.0) * MAX_WIDTH)
+    if convention == "closed_above_half":  # DROID: closedness, binarised at 0.5
+        return 0.0 if value > 0.5 else MAX_WIDTH
     if convention == "close_positive":  # LIBERO: -1 open, +1 close
         return 0.0 if value > 0 else MAX_WIDTH
     if convention == "open_is_one":  # OpenVLA: 1 open, 0 closed
@@ -145,7 +197,10 @@ def gripper_width(value: float, convention: str) -> float:
     raise PolicyError(f"unknown gripper convention {convention!r}")
 
 
-def state_field(name: str, obs: Observation, kinematics: Kinematics | None) -> np.ndarray:
+def state_field(name: str, obs: Observation, kinematics: Kinematics | None,
+                base: Sequence[float] | None = None) -> np.ndarray:
+    """One state entry; end-effector fields in the base frame, or in the world frame where
+    the base sits at `base` (unrotated)."""
     w = float(obs.gripper_width)
     if name == "joint_positions":
         return np.asarray(obs.joint_positions, float)
@@ -159,14 +214,16 @@ def state_field(name: str, obs: Observation, kinematics: Kinematics | None) -> n
         raise PolicyError(f"state field {name} needs kinematics")
     pos, quat = kinematics.fk(obs.joint_positions)
     if name == "eef_pos":
-        return pos
+        return pos if base is None else pos + np.asarray(base, float)
     if name == "eef_axis_angle":
         return mat_to_axis_angle(_quat_to_mat(quat))
     raise PolicyError(f"unknown state field {name!r}")
 
 
-_FRONT_WRIST = (ImageSpec("front", "observation/image", rotate_180=True),
-                ImageSpec("wrist", "observation/wrist_image", rotate_180=True))
+# LIBERO's robot base in its world: LIBERO places the mounted Panda at -0.16 - L/2 in x from
+# the table centre (kitchen table, L = 1.0 m), and robosuite lifts the arm's root by its
+# mount's height (bottom 0.922 m below the root, top 0.01 m below it): 0.912 m.
+LIBERO_ROBOT_BASE = (-0.66, 0.0, 0.912)
 
 PRESETS: dict[str, ObservationPreset] = {
     # This project's own layout: absolute joint targets + width (expert, joint-space servers).
@@ -176,30 +233,39 @@ PRESETS: dict[str, ObservationPreset] = {
                 ImageSpec("wrist", "observation/wrist_image")),
         state=(("observation/state", ("joint_positions", "gripper_width")),),
         action=ActionSpec("joint_position", "width"), rate_hz=15.0),
-    # openpi pi0/pi05 LIBERO checkpoints: 8-D state, end-effector delta actions (OSC scale).
+    # openpi pi0/pi05 LIBERO checkpoints: upright images, 8-D state (hand position in LIBERO's
+    # world, axis-angle, finger qpos), actions for robosuite's OSC controller: clipped to
+    # [-1, 1], 0.05 m and 0.5 rad per unit, rotation vector; gripper -1 open, +1 close.
     "libero": ObservationPreset(
-        name="libero", images=_FRONT_WRIST,
+        name="libero",
+        images=(ImageSpec("front", "observation/image"),
+                ImageSpec("wrist", "observation/wrist_image")),
         state=(("observation/state", ("eef_pos", "eef_axis_angle", "gripper_fingers")),),
-        action=ActionSpec("ee_delta", "close_positive", pos_scale=0.05, rot_scale=0.5),
-        rate_hz=20.0),
-    # openpi DROID checkpoints: joint velocities + gripper closedness.
+        action=ActionSpec("ee_delta", "close_positive", pos_scale=0.05, rot_scale=0.5,
+                          clip=1.0),
+        rate_hz=20.0, state_base=LIBERO_ROBOT_BASE),
+    # openpi DROID checkpoints: joint velocities, clipped to [-1, 1], 0.2 rad per unit per
+    # 15 Hz step; gripper closedness binarised at 0.5.
     "droid": ObservationPreset(
         name="droid",
         images=(ImageSpec("front", "observation/exterior_image_1_left"),
                 ImageSpec("wrist", "observation/wrist_image_left")),
         state=(("observation/joint_position", ("joint_positions",)),
                ("observation/gripper_position", ("gripper_closedness",))),
-        action=ActionSpec("joint_velocity", "closedness"), rate_hz=15.0),
-    # OpenVLA REST: one front image, a 7-D end-effector delta (metres, radians) + gripper.
+        action=ActionSpec("joint_velocity", "closed_above_half", clip=1.0, joint_delta=0.2),
+        rate_hz=15.0),
+    # OpenVLA (Bridge V2): one image, a 7-D delta: metres, Euler-angle differences, gripper
+    # (1 open, 0 closed), un-normalised with Bridge's statistics.
     "openvla": ObservationPreset(
         name="openvla", images=(ImageSpec("front", "image"),), state=(),
-        action=ActionSpec("ee_delta", "open_is_one"), prompt_key="instruction", rate_hz=5.0,
-        extra={"unnorm_key": "bridge_orig"}),
-    # OpenVLA fine-tuned on LIBERO: normalised deltas at LIBERO's controller scale.
+        action=ActionSpec("ee_delta", "open_is_one", rotation="euler"),
+        prompt_key="instruction", rate_hz=5.0, extra={"unnorm_key": "bridge_orig"}),
+    # OpenVLA fine-tuned on LIBERO-10: un-normalised to LIBERO's OSC units (as `libero`),
+    # gripper 1 open; the released checkpoints' statistics are under `libero_10_no_noops`.
     "openvla_libero": ObservationPreset(
-        name="openvla_libero", images=(ImageSpec("front", "image", rotate_180=True),), state=(),
-        action=ActionSpec("ee_delta", "open_is_one", pos_scale=0.05, rot_scale=0.5),
-        prompt_key="instruction", rate_hz=20.0, extra={"unnorm_key": "libero_10"}),
+        name="openvla_libero", images=(ImageSpec("front", "image"),), state=(),
+        action=ActionSpec("ee_delta", "open_is_one", pos_scale=0.05, rot_scale=0.5, clip=1.0),
+        prompt_key="instruction", rate_hz=20.0, extra={"unnorm_key": "libero_10_no_noops"}),
     # LeRobot checkpoints trained on joint-space data from this stack.
     "lerobot": ObservationPreset(
         name="lerobot",

@@ -15,25 +15,25 @@ from mango.policy.config import PolicyConfig
 from mango.policy.presets import PolicyError
 
 
-def _expert(cfg: PolicyConfig) -> PolicyBackend:
+def _expert(cfg: PolicyConfig, _kinematics: Kinematics | None) -> PolicyBackend:
     from mango.policy.expert import ExpertBackend
 
     return ExpertBackend.from_config(cfg)
 
 
-def _openpi(cfg: PolicyConfig) -> PolicyBackend:
+def _openpi(cfg: PolicyConfig, kinematics: Kinematics | None) -> PolicyBackend:
     from mango.policy.openpi import OpenPIBackend
 
-    return OpenPIBackend.from_config(cfg)
+    return OpenPIBackend.from_config(cfg, kinematics)
 
 
-def _openvla(cfg: PolicyConfig) -> PolicyBackend:
+def _openvla(cfg: PolicyConfig, kinematics: Kinematics | None) -> PolicyBackend:
     from mango.policy.openvla import OpenVLABackend
 
-    return OpenVLABackend.from_config(cfg)
+    return OpenVLABackend.from_config(cfg, kinematics)
 
 
-def _lerobot(cfg: PolicyConfig) -> PolicyBackend:
+def _lerobot(cfg: PolicyConfig, _kinematics: Kinematics | None) -> PolicyBackend:
     from mango.policy.lerobot import LeRobotBackend
 
     return LeRobotBackend.from_config(cfg)
@@ -43,7 +43,9 @@ def _lerobot(cfg: PolicyConfig) -> PolicyBackend:
 class BackendEntry:
     """How to make a backend, and what the stack around it must know without making one."""
 
-    make: Callable[[PolicyConfig], PolicyBackend]
+    # Made from the configuration and the robot's kinematics: a preset with end-effector
+    # state fields encodes its request with them.
+    make: Callable[[PolicyConfig, Kinematics | None], PolicyBackend]
     # Reads `Observation.world_state` instead of camera images (the scripted expert): the
     # vla_node subscribes to the world state and to no camera, a sim stack renders none.
     reads_world_state: bool = False
@@ -64,10 +66,11 @@ def backend_entry(name: str) -> BackendEntry:
     return entry
 
 
-def make_backend(cfg: PolicyConfig) -> PolicyBackend:
-    return backend_entry(cfg.backend).make(cfg)
+def make_backend(cfg: PolicyConfig, kinematics: Kinematics | None = None) -> PolicyBackend:
+    return backend_entry(cfg.backend).make(cfg, kinematics)
 
 
 def make_policy(cfg: PolicyConfig, kinematics: Kinematics | None = None) -> Policy:
     entry = backend_entry(cfg.backend)
-    return Policy(entry.make(cfg), kinematics, needs_world_state=entry.reads_world_state)
+    return Policy(entry.make(cfg, kinematics), kinematics,
+                  needs_world_state=entry.reads_world_state)
