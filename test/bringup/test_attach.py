@@ -10,10 +10,10 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from support.processes import read_until
 
 from mango.bags import BagReader
 
@@ -28,24 +28,6 @@ def _mango(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]
                           text=True, timeout=timeout)
 
 
-def _read_until(proc: subprocess.Popen[str], needle: str, timeout: float) -> str:
-    lines: list[str] = []
-    deadline = time.monotonic() + timeout
-    assert proc.stdout is not None
-    os.set_blocking(proc.stdout.fileno(), False)
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if line:
-            lines.append(line)
-            if needle in line:
-                return "".join(lines)
-        elif proc.poll() is not None:
-            break
-        else:
-            time.sleep(0.05)
-    raise AssertionError(f"{needle!r} not seen; output:\n{''.join(lines)}")
-
-
 @pytest.mark.slow
 def test_attach_judges_a_task_on_the_running_stack_and_its_bag_is_where_it_said(
         tmp_path: Path) -> None:
@@ -55,7 +37,7 @@ def test_attach_judges_a_task_on_the_running_stack_and_its_bag_is_where_it_said(
          "--namespace", NS, "--bag", str(bag), "--set", "sim_node.camera_rate=0"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        head = _read_until(proc, "run a task on it:", timeout=60)
+        head = "".join(read_until(proc, "run a task on it:", timeout=60))
         assert f"bag: {bag}" in head  # said before any node output
         assert f"mango policy run --attach --namespace {NS}" in head
 

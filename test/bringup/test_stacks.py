@@ -16,6 +16,7 @@ from xml.dom import minidom
 
 import pytest
 import yaml
+from support.processes import read_until
 
 from mango.bags import BagReader
 from mango.control import load_robot
@@ -334,30 +335,12 @@ def _bringup(*args: str) -> subprocess.Popen[str]:
                             start_new_session=True)
 
 
-def _read_until(proc: subprocess.Popen[str], needle: str, timeout: float) -> list[str]:
-    lines: list[str] = []
-    deadline = time.monotonic() + timeout
-    assert proc.stdout is not None
-    os.set_blocking(proc.stdout.fileno(), False)
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if line:
-            lines.append(line)
-            if needle in line:
-                return lines
-        elif proc.poll() is not None:
-            break
-        else:
-            time.sleep(0.05)
-    raise AssertionError(f"{needle!r} not seen; output:\n{''.join(lines)}")
-
-
 def test_bringup_runs_the_stack_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     bag = tmp_path / "bag"
     proc = _bringup("oracle", "--set", "trace_player.rate_scale=4.0",
                     "--set", f"bag_recorder.output={bag}")
     try:
-        _read_until(proc, "task verdict: pass", timeout=60)
+        read_until(proc, "task verdict: pass", timeout=60)
         time.sleep(0.5)
         os.killpg(proc.pid, signal.SIGINT)
         out, _ = proc.communicate(timeout=30)

@@ -10,6 +10,7 @@ detectors fail on MuJoCo renders, hence `sim` as the simulation default.
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,7 +56,7 @@ def _torch() -> Any:
     return torch
 
 
-class _Detector:
+class _Detector(abc.ABC):
     """What both detectors share: checks, box -> 3-D, the answer per phrase."""
 
     name = ""
@@ -63,10 +64,11 @@ class _Detector:
     def __init__(self, score_threshold: float) -> None:
         self.score_threshold = score_threshold
 
+    @abc.abstractmethod
     def _boxes(self, rgb: np.ndarray, phrases: Sequence[str]
                ) -> list[list[tuple[list[float], float]]]:
-        """Per phrase: (x0, y0, x1, y1 in pixels of `rgb`, score), best first."""
-        raise NotImplementedError
+        """Per phrase: (x0, y0, x1, y1 in pixels of `rgb`, score), best first (each
+        detector's model)."""
 
     def detect(self, frame: RGBDFrame, phrases: Sequence[str],
                max_results: int = 1) -> DetectResult:
@@ -103,7 +105,7 @@ class _Detector:
             detections.extend(found)
         return DetectResult(tuple(detections), tuple(unmatched), tuple(messages))
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - nothing to release: the model goes with the backend
         """The model is freed with the backend."""
 
 
