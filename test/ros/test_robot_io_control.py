@@ -146,21 +146,28 @@ def test_cancel_mid_chunk_halts_within_one_control_period(rig: Rig) -> None:
     gh = send(rig.robot.start_chunk(chunk(ramp(q0, delta, 45))))  # 3 s
     time.sleep(1.0)
     t_cancel = time.time()
-    q_cancel = rig.measured()
     gh.cancel()
     res = result_of(gh)
     assert res.result is TaskResult.CANCELLED, res.message
     assert 0 < res.response.points_executed < 45
-    time.sleep(0.6)
-    late = [stamp(m) for _, m in rig.commands if stamp(m) > t_cancel]
-    assert late, "no hold command after the cancel"
-    assert max(late) - t_cancel <= 1.0 / CONTROL_RATE + HALT_MARGIN
-    q_rest = rig.measured()
-    # Held near where it was, not carried on to the goal: it moved a small part of what was
-    # left (the measurement at cancel time can be a few joint-state periods old under load).
-    left = abs(q0[0] + delta[0] - q_cancel[0])
-    assert abs(q_rest[0] - q_cancel[0]) < 0.25 * left
-    assert abs(q_rest[0] - (q0[0] + 1.2)) > 0.5
+    # Judged on the commands' own send stamps (the control node's wall clock), not on when
+    # this process took them: under load its joint states and commands arrive up to a second
+    # late (CI saw the arm measured 0.37 rad behind where it was).
+    wait_for(lambda: any(stamp(m) > t_cancel for _, m in rig.commands), 5.0,
+             "the hold command after the cancel")
+    time.sleep(0.3)
+    late = [m for _, m in rig.commands if stamp(m) > t_cancel]
+    assert max(map(stamp, late)) - t_cancel <= 1.0 / CONTROL_RATE + HALT_MARGIN
+    before = [m for _, m in rig.commands if stamp(m) <= t_cancel]
+    target = np.asarray(max(before, key=stamp).position[:7])  # where the arm was sent then
+    hold = np.asarray(max(late, key=stamp).position[:7])
+    # Held where it was (the measured arm, a tracking lag behind the target), not carried on:
+    goal = q0[0] + delta[0]
+    assert abs(hold[0] - target[0]) < TRACK_TOL
+    assert abs(goal - hold[0]) > 0.5
+    # ... and it stays there
+    wait_for(lambda: np.max(np.abs(rig.measured() - hold)) < SETTLED_TOL, 5.0,
+             "the arm settling at the hold position")
 
 
 def _set(pts: np.ndarray, k: int, j: int, value: float) -> np.ndarray:

@@ -74,7 +74,7 @@ def test_sim_node_services_and_topics(ros_node: Node, processes: Processes,
 
     # Reset: world time restarts and the arm is home again.
     reply = call_service(ros_node, ResetScene, f"{namespace}/sim_node/reset",
-                         ResetScene.Request(scene="", seed=0), timeout=60)
+                         ResetScene.Request(scene="", seed=0), timeout=60, repeatable=False)
     assert reply.success and "book" in reply.instruction
     n = len(states)
     wait_for(lambda: len(states) > n + 2, what="states after reset")
@@ -83,7 +83,7 @@ def test_sim_node_services_and_topics(ros_node: Node, processes: Processes,
     # The expert with a fault: the service answers with the ground truth the offline run has.
     t_call = msg_to_state(states[-1]).t  # world time now, give or take a state
     reply = call_service(ros_node, RunExpert, f"{namespace}/sim_node/run_expert",
-                         RunExpert.Request(fault="drop@0.5"), timeout=240)
+                         RunExpert.Request(fault="drop@0.5"), timeout=240, repeatable=False)
     offline = run_episode(SCENE, 0, parse_fault("drop@0.5")).labels
     assert reply.expected_failed_step == offline["failed_step"]
     # Times are world times: the run started when the call arrived, shortly after t_call.
@@ -91,7 +91,7 @@ def test_sim_node_services_and_topics(ros_node: Node, processes: Processes,
             <= offline["failed_t"] + t_call + 1.5)
 
     bad = call_service(ros_node, RunExpert, f"{namespace}/sim_node/run_expert",
-                       RunExpert.Request(fault="melt@1"))
+                       RunExpert.Request(fault="melt@1"), repeatable=False)
     assert not bad.success and "bad fault" in bad.message
 
 

@@ -8,8 +8,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from rclpy.node import Node
+
+from mango.client.session import request_reply
 
 
 class Processes:
@@ -53,12 +56,25 @@ def wait_for(pred: Callable[[], Any], timeout: float = 10.0, what: str = "condit
 
 
 def call_service(node: Node, srv_type: type, name: str, request: Any,
-                 timeout: float = 10.0) -> Any:
-    client = node.create_client(srv_type, name)
+                 timeout: float = 10.0, repeatable: bool = True) -> Any:
+    """The reply to one request; a `repeatable` one is sent again while the service has not
+    answered this test's node yet (DDS can lose a new client's first reply:
+    `mango.client.session.request_reply`). Clients are kept per node for the same reason."""
+    key = (srv_type, name)
+    clients, answered = _CLIENTS.setdefault(node, ({}, set()))
+    if key not in clients:
+        clients[key] = node.create_client(srv_type, name)
+    client = clients[key]
+    assert client.wait_for_service(timeout_sec=timeout), f"service {name} not available"
     try:
-        assert client.wait_for_service(timeout_sec=timeout), f"service {name} not available"
-        future = client.call_async(request)
-        wait_for(future.done, timeout, f"reply from {name}")
-        return future.result()
-    finally:
-        node.destroy_client(client)
+        reply = request_reply(client, request, timeout, f"reply from {name}",
+                              resend=repeatable and key not in answered)
+    except TimeoutError as exc:
+        raise AssertionError(str(exc)) from None
+    answered.add(key)
+    return reply
+
+
+# node -> (its clients here, the services that answered it)
+_CLIENTS: WeakKeyDictionary[Node, tuple[dict[tuple[type, str], Any], set[tuple[type, str]]]] = (
+    WeakKeyDictionary())

@@ -28,7 +28,7 @@ from rclpy.node import Node
 from rclpy.parameter import parameter_value_to_python
 from std_srvs.srv import Trigger
 
-from mango.client.session import VerdictFollower, spun_node, wait_until
+from mango.client.session import VerdictFollower, request_reply, spun_node, wait_until
 from mango.client.tasks import POLL, ActionTask, Outcome, TaskResult
 from mango.control.motion import MotionCommand
 from mango.control.trajectory import JointTrajectory, chunk_to_trajectory
@@ -98,6 +98,7 @@ class Robot:
         self._services: dict[str, Any] = {}
         self._tasks: list[ActionTask] = []
         self._pinged: set[str] = set()  # actions whose server has answered this client
+        self._answered: set[str] = set()  # services that have answered this client
         self._lock = threading.Lock()
         self.verdicts = VerdictFollower(node, self.namespace, on_step=on_step)
 
@@ -134,15 +135,19 @@ class Robot:
                 self._actions[relative] = ActionClient(self.node, action, self.name(relative))
             return self._actions[relative]
 
-    def _call(self, srv: type, relative: str, request: Any, timeout: float) -> Any:
+    def _call(self, srv: type, relative: str, request: Any, timeout: float,
+              repeatable: bool = True) -> Any:
+        """The service's reply. A `repeatable` request (the same effect when done twice) is
+        sent again while this client was never answered (see `request_reply`)."""
         with self._lock:
             if relative not in self._services:
                 self._services[relative] = self.node.create_client(srv, self.name(relative))
             client = self._services[relative]
         self._wait(client.service_is_ready, timeout, f"service {self.name(relative)}")
-        future = client.call_async(request)
-        self._wait(future.done, timeout, f"the reply of {self.name(relative)}")
-        return future.result()
+        reply = request_reply(client, request, timeout, f"the reply of {self.name(relative)}",
+                              self.check, repeatable and relative not in self._answered)
+        self._answered.add(relative)
+        return reply
 
     def wait_for_servers(self, *tools: str, timeout: float = 30.0) -> None:
         """Wait until the named tools' servers are up: "execute_chunk", "execute_motion",
@@ -314,7 +319,9 @@ class Robot:
 
     def reset_oracle(self, timeout: float = 10.0) -> Reply:
         """Start a new episode in the oracle node."""
-        reply = self._call(Trigger, f"{self.names.oracle_node}/reset", Trigger.Request(), timeout)
+        # not repeated: a late copy would restart an episode the caller has begun
+        reply = self._call(Trigger, f"{self.names.oracle_node}/reset", Trigger.Request(),
+                           timeout, repeatable=False)
         return Reply(reply.success, reply.message)
 
     def finish_oracle(self, timeout: float = 10.0) -> Reply:
@@ -340,7 +347,8 @@ class Robot:
         """Reset the embedded simulator (world time restarts, which starts the oracle node's
         next episode); `scene` "" keeps the current scene."""
         reply = self._call(ResetScene, f"{self.names.sim_node}/reset",
-                           ResetScene.Request(scene=scene, seed=seed), timeout)
+                           ResetScene.Request(scene=scene, seed=seed), timeout,
+                           repeatable=False)  # a late copy would reset a running episode
         return SceneReset(reply.success, reply.message, reply.instruction)
 
     def parameters(self, node: str, names: Sequence[str], timeout: float = 10.0

@@ -87,6 +87,41 @@ def wait_until(pred: Callable[[], Any], timeout: float, what: str,
         time.sleep(poll)
 
 
+RESEND_AFTER = 2.0  # s without a reply before a client that was never answered asks again
+
+
+def request_reply(client: Any, request: Any, timeout: float, what: str,
+                  check: Callable[[], None] = lambda: None, resend: bool = True) -> Any:
+    """The reply to `request` on a ready `client`, within `timeout` s.
+
+    Fast DDS drops a service's reply when the server has not matched the client's reply
+    reader within 100 ms of taking the request (ros2/rmw_fastrtps#390, #467), which a loaded
+    machine exceeds for a client created moments before. While `resend` (the client was never
+    answered; the caller's requests are safe to repeat) the request goes again every
+    `RESEND_AFTER` s; the first reply to any copy is the answer, the other copies are
+    forgotten.
+    """
+    deadline = time.monotonic() + timeout
+    futures = [client.call_async(request)]
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            step = min(left, RESEND_AFTER) if resend else left
+            try:
+                wait_until(lambda: any(f.done() for f in futures), max(0.0, step), what, check)
+            except TimeoutError:
+                if left <= step:
+                    raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")\
+                        from None
+                futures.append(client.call_async(request))
+                continue
+            return next(f for f in futures if f.done()).result()
+    finally:
+        for f in futures:
+            if not f.done():
+                client.remove_pending_request(f)
+
+
 class StackSession:
     """Bring a stack up, spin a client node, stop everything on exit.
 
@@ -117,11 +152,11 @@ class StackSession:
         client = self.node.create_client(srv_type, name)
         try:
             self.wait(lambda: client.service_is_ready(), timeout, f"service {name}")
-            future = client.call_async(request)
-            self.wait(future.done, timeout, f"reply from {name}")
-            return future.result()
+            return request_reply(client, request, timeout, f"reply from {name}",
+                                 self.bringup.check)
         finally:
             self.node.destroy_client(client)
 
 
-__all__ = ["NodeDied", "StackSession", "VerdictFollower", "spun_node", "wait_until"]
+__all__ = ["NodeDied", "StackSession", "VerdictFollower", "request_reply", "spun_node",
+           "wait_until"]

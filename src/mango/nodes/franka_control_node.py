@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from geometry_msgs.msg import Point, Pose, Quaternion
 from rclpy.action import CancelResponse, GoalResponse
-from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
@@ -99,9 +99,12 @@ class FrankaControlNode(Node):
         self.controller = ArmController(
             self.robot, make_kinematics(self.robot), BACKENDS[backend](self, 1.0 / rate),
             1.0 / rate, p["check_workspace"], max_start_delay)
+        # A group of its own, mutually exclusive: states are taken one at a time, in order (a
+        # reentrant group let a late-running callback store an older state over a newer one,
+        # which read as the simulation restarting mid-motion).
         self.create_subscription(JointState, p["joint_states_topic"],
                                  self._on_joint_state, 10,
-                                 callback_group=ReentrantCallbackGroup())
+                                 callback_group=MutuallyExclusiveCallbackGroup())
 
         group = ReentrantCallbackGroup()
         for kind, name, cb in ((ExecuteChunk, "execute_chunk", self._execute_chunk),

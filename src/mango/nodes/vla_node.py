@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 from rclpy.action import CancelResponse, GoalResponse
-from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
@@ -75,18 +75,19 @@ class VlaNode(Node):
         self.cameras = [] if self.needs_world else self.policy.preset.cameras()
 
         group = ReentrantCallbackGroup()
+        sensors = MutuallyExclusiveCallbackGroup()  # latest values, taken in order
         self._images: dict[str, Image] = {}
         self._joints: JointState | None = None
         self._world: bytes | None = None
         for cam, topic in (("front", p["front_image_topic"]), ("wrist", p["wrist_image_topic"])):
             if cam in self.cameras:
                 self.create_subscription(Image, topic, lambda m, c=cam: self._images.__setitem__(
-                    c, m), qos_profile_sensor_data, callback_group=group)
+                    c, m), qos_profile_sensor_data, callback_group=sensors)
         self.create_subscription(JointState, p["joint_states_topic"], self._on_joints, 10,
-                                 callback_group=group)
+                                 callback_group=sensors)
         if self.needs_world:
             self.create_subscription(WorldStateMsg, p["world_state_topic"], self._on_world, 10,
-                                     callback_group=group, raw=True)
+                                     callback_group=sensors, raw=True)
         self.chunk_client = ActionClient(self, ExecuteChunk, p["execute_chunk_action"],
                                          callback_group=group)
         self._busy = threading.Lock()

@@ -19,12 +19,19 @@ import numpy as np
 from mango.errors import InputError
 from mango.geometry import frame_quat, mat_to_quat, yaw_quat
 from mango.sim.markers import MarkerMap, marker_cells, marker_image
+from mango.sim.parts import (
+    DRAWER_FRAC,
+    KNOB_HALF,
+    WALL,
+    door_hinge_local,
+    drawer_local,
+    knob_local,
+)
 from mango.sim.scene import ARTICULATED, EntitySpec, SceneSpec
 
 CONTROL_HZ = 15.0
 SUBSTEPS = 33  # physics steps per control step: dt = 1/(15*33) ~ 2 ms
 HAND_SITE = "hand_center"
-WALL = 0.008  # wall thickness of containers and fixtures
 # Franka Hand: flange to the fingertip centre (the TCP of Franka's docs), along the flange z
 TCP_OFFSET = 0.1034
 
@@ -113,32 +120,6 @@ def fr3_spec(base: tuple[float, float, float] = (0.0, 0.0, 0.0), *,
     hand = spec.body("hand")
     hand.add_site(name=HAND_SITE, pos=[0, 0, TCP_OFFSET], size=[0.005], group=5)
     return spec
-
-
-KNOB_HALF = 0.025
-DRAWER_FRAC = 0.45  # bottom drawer height / cabinet height
-
-
-def knob_local(e: EntitySpec) -> tuple[float, float, float]:
-    """Stove knob centre in the stove frame (front-right corner of the top)."""
-    sx, sy, sz = e.size
-    return (-sx / 2 + 0.045, -sy / 2 + 0.045, sz / 2 + KNOB_HALF)
-
-
-def drawer_handle_local(e: EntitySpec, q: float) -> tuple[float, float, float]:
-    """Front of the bottom drawer's handle in the cabinet frame, for drawer joint value q."""
-    sx, _, sz = e.size
-    dz = sz * DRAWER_FRAC / 2
-    return (-sx / 2 + WALL + 0.002 - 0.024 + q, 0.0, -sz / 2 + WALL + dz + 0.002)
-
-
-def door_hinge_local(e: EntitySpec) -> tuple[float, float, float]:
-    """Microwave door hinge (axis -z) in the microwave frame; the closed door spans +y from it.
-
-    At joint value q the door points along (sin q, cos q): q = 0 closed, q < 0 open (LIBERO).
-    """
-    sx, sy, _ = e.size
-    return (-sx / 2 - WALL / 2 - 0.001, -sy / 2, 0.0)
 
 
 @dataclass
@@ -354,7 +335,7 @@ class _Builder:
                   (0.01, 0.05, 0.008), (0.2, 0.2, 0.2, 1), contype=0, conaffinity=0)
         # the drawer: an open box sliding along x; q < 0 pulls it toward the robot (-x)
         dx, dy, dz = sx - WALL - 0.002, sy - WALL - 0.003, hd / 2
-        drawer = body.add_body(name=f"{e.id}__drawer", pos=[0, 0, -sz + WALL + dz + 0.002])
+        drawer = body.add_body(name=f"{e.id}__drawer", pos=list(drawer_local(e)))
         drawer.add_joint(name=e.joint.id, type=mujoco.mjtJoint.mjJNT_SLIDE, axis=[1, 0, 0],
                          range=list(e.joint.range), damping=8.0, frictionloss=0.5,
                          armature=0.05)

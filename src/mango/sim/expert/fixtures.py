@@ -11,7 +11,6 @@ import math
 import numpy as np
 
 from mango.geometry import IDENTITY, nearest_angle, quat_to_mat, to_world
-from mango.sim.build import KNOB_HALF, door_hinge_local, drawer_handle_local, knob_local
 from mango.sim.expert.arm import CLOSED, FINGERTIP, OPEN, SYNC, ExpertError
 from mango.sim.expert.motions import (
     Skill,
@@ -20,6 +19,7 @@ from mango.sim.expert.motions import (
     down_quat,
     push,
 )
+from mango.sim.parts import KNOB_HALF, door_hinge_local, drawer_handle_local, knob_local
 from mango.sim.scene import EntitySpec
 
 

@@ -1,0 +1,103 @@
+"""Where the moving part of an articulated fixture is, for a joint value, and back.
+
+One source for the builder (which places the drawer, door and knob bodies and their joints),
+the scripted expert (which reaches for handles) and the world-state estimator (which reads a
+joint value off a marker on the part): entity_T_part(q) = rest · motion(q), with the motion a
+slide along the joint axis or a turn about it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mango.sim.scene import ARTICULATED, EntitySpec
+
+WALL = 0.008  # wall thickness of containers and fixtures
+KNOB_HALF = 0.025  # half the stove knob's height
+DRAWER_FRAC = 0.45  # bottom drawer height / cabinet height
+
+# part -> (joint type, axis in the part frame): the builder's joints
+PART_JOINT: dict[str, tuple[str, tuple[float, float, float]]] = {
+    "drawer": ("slide", (1.0, 0.0, 0.0)),  # q < 0 pulls it toward the robot (-x)
+    "door": ("hinge", (0.0, 0.0, -1.0)),  # q = 0 closed, q < 0 open (LIBERO)
+    "knob": ("hinge", (0.0, 0.0, 1.0)),
+}
+
+
+def knob_local(e: EntitySpec) -> tuple[float, float, float]:
+    """Stove knob centre in the stove frame (front-right corner of the top)."""
+    sx, sy, sz = e.size
+    return (-sx / 2 + 0.045, -sy / 2 + 0.045, sz / 2 + KNOB_HALF)
+
+
+def drawer_local(e: EntitySpec) -> tuple[float, float, float]:
+    """The bottom drawer's frame origin in the cabinet frame, closed (q = 0)."""
+    _, _, sz = e.size
+    dz = sz * DRAWER_FRAC / 2
+    return (0.0, 0.0, -sz / 2 + WALL + dz + 0.002)
+
+
+def drawer_handle_local(e: EntitySpec, q: float) -> tuple[float, float, float]:
+    """Front of the bottom drawer's handle in the cabinet frame, for drawer joint value q."""
+    sx, _, _ = e.size
+    return (-sx / 2 + WALL + 0.002 - 0.024 + q, 0.0, drawer_local(e)[2])
+
+
+def door_hinge_local(e: EntitySpec) -> tuple[float, float, float]:
+    """Microwave door hinge (axis -z) in the microwave frame; the closed door spans +y from it.
+
+    At joint value q the door points along (sin q, cos q): q = 0 closed, q < 0 open (LIBERO).
+    """
+    sx, sy, _ = e.size
+    return (-sx / 2 - WALL / 2 - 0.001, -sy / 2, 0.0)
+
+
+def part_name(e: EntitySpec) -> str:
+    part = ARTICULATED.get(e.shape)
+    if part is None:
+        raise ValueError(f"entity '{e.id}' (shape {e.shape}) has no moving part")
+    return part
+
+
+def part_rest(e: EntitySpec) -> tuple[float, float, float]:
+    """entity -> part frame origin at q = 0 (the part frame is not turned at rest)."""
+    return {"drawer": drawer_local, "door": door_hinge_local, "knob": knob_local}[
+        part_name(e)](e)
+
+
+def part_transform(e: EntitySpec, q: float) -> np.ndarray:
+    """entity_T_part (4x4) at joint value q."""
+    kind, axis = PART_JOINT[part_name(e)]
+    t = np.eye(4)
+    t[:3, 3] = part_rest(e)
+    a = np.asarray(axis)
+    if kind == "slide":
+        t[:3, 3] += q * a
+    else:
+        t[:3, :3] = _axis_angle(a, q)
+    return t
+
+
+def joint_value(e: EntitySpec, entity_t_part: np.ndarray) -> float:
+    """The joint value that puts the part where `entity_t_part` (4x4, e.g. measured) has it:
+    the slide along the axis, or the turn about it (wrapped to (-pi, pi])."""
+    kind, axis = PART_JOINT[part_name(e)]
+    a = np.asarray(axis)
+    if kind == "slide":
+        return float((entity_t_part[:3, 3] - np.asarray(part_rest(e))) @ a)
+    r = entity_t_part[:3, :3]
+    # the turn about `a`: project a vector perpendicular to it
+    ref = np.array([1.0, 0.0, 0.0]) if abs(a[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    u = ref - (ref @ a) * a
+    u /= np.linalg.norm(u)
+    v = r @ u
+    return float(math.atan2(np.cross(u, v) @ a, u @ v))
+
+
+def _axis_angle(a: np.ndarray, angle: float) -> np.ndarray:
+    x, y, z = a / np.linalg.norm(a)
+    c, s = math.cos(angle), math.sin(angle)
+    k = np.array([[0, -z, y], [z, 0, -x], [-y, x, 0]])
+    return np.eye(3) + s * k + (1 - c) * (k @ k)
