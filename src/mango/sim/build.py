@@ -18,7 +18,7 @@ import numpy as np
 
 from mango.errors import InputError
 from mango.geometry import frame_quat, mat_to_quat, yaw_quat
-from mango.sim.markers import MarkerMap, marker_cells, marker_image
+from mango.sim.markers import PLATE_THICKNESS, MarkerMap, marker_cells, marker_image
 from mango.sim.parts import (
     DRAWER_FRAC,
     KNOB_HALF,
@@ -275,10 +275,11 @@ class _Builder:
             body = self.spec.body(name)
             half = m.size * (cells + 2) / cells / 2  # the white quiet zone around the square
             rot = m.rotation()
-            # the plate's lower face lies on the marker plane: nothing pokes into the entity
-            centre = np.asarray(m.position, float) + rot[:, 2] * 0.0005
+            # the printed face lies on the marker plane, the card behind it (a map made for
+            # a surface sets the marker PLATE_THICKNESS out of it: `auto_marker_map`)
+            centre = np.asarray(m.position, float) - rot[:, 2] * PLATE_THICKNESS / 2
             self._geom(body, m.entity, type=mujoco.mjtGeom.mjGEOM_BOX, pos=centre.tolist(),
-                       quat=mat_to_quat(rot).tolist(), size=[half, half, 0.0005],
+                       quat=mat_to_quat(rot).tolist(), size=[half, half, PLATE_THICKNESS / 2],
                        material=mat.name, rgba=[1, 1, 1, 1], contype=0, conaffinity=0,
                        mass=1e-5)
 

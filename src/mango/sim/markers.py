@@ -22,9 +22,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mango.errors import InputError, from_validation_error
-from mango.sim.parts import KNOB_HALF, WALL, container_wall, door_panel, drawer_half
+from mango.sim.parts import KNOB_HALF, container_wall, door_panel, drawer_half
 from mango.sim.scene import ARTICULATED, EntitySpec, SceneSpec
 from mango.yaml_files import read_yaml_mapping
+
+PLATE_THICKNESS = 0.001  # the card a marker is printed on, metres
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Vec3 = tuple[Finite, Finite, Finite]
@@ -48,7 +50,7 @@ class MarkerSpec(_Strict):
     entity: str  # the entity the marker is fixed to
     part: Literal["base", "drawer", "door", "knob"] = "base"  # or its moving part
     size: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]  # black square side, metres
-    position: Vec3 = (0.0, 0.0, 0.0)  # marker centre in the entity (part) frame, metres
+    position: Vec3 = (0.0, 0.0, 0.0)  # centre of the printed face, entity (part) frame, m
     rpy: Vec3 = (0.0, 0.0, 0.0)  # marker frame in the entity (part) frame, degrees
 
     def rotation(self) -> np.ndarray:
@@ -207,8 +209,8 @@ def auto_marker_map(scene: SceneSpec, dictionary: DictionaryName = "4x4_50",
       camera (its top is only a rim), and on its inner floor for a camera above (what it
       holds may cover that one);
     - a moving part, in the part frame: the drawer on its front beside the handle and on a
-      tab along the front's top edge (the front faces the robot, nearly edge-on to a camera
-      above it; the tab is seen from above whether the drawer is open or shut); the microwave
+      tab jutting out level with the front's top edge (the front faces the robot, nearly
+      edge-on to a camera above it; the tab is seen from above, open or shut); the microwave
       door on its outer face and on a flag above its top edge (seen from above at any opening);
       the stove knob on a disc on its top, turning with it.
     """
@@ -227,7 +229,8 @@ def auto_marker_map(scene: SceneSpec, dictionary: DictionaryName = "4x4_50",
             width = abs(x_axis[0]) * sx + abs(x_axis[1]) * sy
             side = fitting_side(width, sz, cells, max_size)
             if side >= 0.015:
-                add(e, side, (normal[0] * sx / 2, normal[1] * sy / 2, 0.0),
+                add(e, side, (normal[0] * (sx / 2 + PLATE_THICKNESS),
+                             normal[1] * (sy / 2 + PLATE_THICKNESS), 0.0),
                     axes_rpy(x_axis, normal))
             # and on the inner floor, for a camera above (the wrist): a caddy's in the
             # compartment nearest the robot (its divider splits it along x)
@@ -238,7 +241,8 @@ def auto_marker_map(scene: SceneSpec, dictionary: DictionaryName = "4x4_50",
             hidden = 0.5 * (sz - wall)
             side = fitting_side(inner_x - hidden, sy - 2 * wall - hidden, cells, max_size)
             if side >= 0.015:
-                add(e, side, (-sx / 4 if e.shape == "caddy" else 0.0, 0.0, -sz / 2 + wall))
+                add(e, side, (-sx / 4 if e.shape == "caddy" else 0.0, 0.0,
+                             -sz / 2 + wall + PLATE_THICKNESS))
             continue
         side = fitting_side(sx, sy, cells, max_size)
         if side < 0.015:
@@ -247,7 +251,7 @@ def auto_marker_map(scene: SceneSpec, dictionary: DictionaryName = "4x4_50",
         if e.shape == "stove":  # the burner covers the middle: the back-right corner
             side = min(side, 0.05)
             x, y = sx / 2 - side, -sy / 2 + side
-        add(e, side, (x, y, sz / 2))
+        add(e, side, (x, y, sz / 2 + PLATE_THICKNESS))
         if e.shape in ARTICULATED:
             for spec in _part_markers(e, cells, max_size):
                 add(e, *spec)
@@ -266,17 +270,19 @@ def _part_markers(e: EntitySpec, cells: int, max_size: float
         half = plate_half(side, cells)
         tab = fitting_side(2 * dy, 2 * dz, cells, min(max_size, 0.04))
         tab_half = plate_half(tab, cells)
-        return [(side, (-dx, -(0.05 + half + 0.003), 0.0), front, part),
-                # over the front's top edge, jutting out toward the robot
-                (tab, (-dx + WALL - tab_half, 0.0, dz), (0.0, 0.0, 0.0), part)]
+        return [(side, (-dx - PLATE_THICKNESS, -(0.05 + half + 0.003), 0.0), front, part),
+                # level with the front's top edge, on the other side of the handle, on a
+                # bracket reaching past the cabinet's upper handle: seen from above when shut
+                (tab, (-dx - 0.02 - tab_half, 0.05 + tab_half + 0.003, dz + PLATE_THICKNESS),
+                 (0.0, 0.0, 0.0), part)]
     if part == "door":
         (cx, cy, cz), (hx, hy, hz) = door_panel(e)
         side = fitting_side(2 * hy, 2 * hz, cells, max_size)
         half = plate_half(side, cells)
         # the flag rides just above the cabinet top (the door's top edge is a little lower),
         # outside the outer face, so that it clears the body when the door is shut
-        top = e.size[2] / 2 + 0.0005
-        return [(side, (cx - hx, cy, cz), front, part),
+        top = e.size[2] / 2 + 0.0005 + PLATE_THICKNESS
+        return [(side, (cx - hx - PLATE_THICKNESS, cy, cz), front, part),
                 (side, (cx + hx - half, cy, top), (0.0, 0.0, 0.0), part)]
-    side = min(max_size, 0.04)  # a disc wider than the knob: visual only
-    return [(side, (0.0, 0.0, KNOB_HALF + 0.003), (0.0, 0.0, 0.0), part)]
+    side = max_size  # a disc wider than the knob: visual only, the larger the surer its turn
+    return [(side, (0.0, 0.0, KNOB_HALF + 0.003 + PLATE_THICKNESS), (0.0, 0.0, 0.0), part)]
