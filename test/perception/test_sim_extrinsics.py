@@ -33,8 +33,15 @@ def test_extrinsics_give_the_true_camera_poses_for_any_arm_configuration() -> No
         home = np.asarray(env.scene.robot.home, float)
         configs = [home] + [np.clip(home + rng.uniform(-0.8, 0.8, 7), robot.lower, robot.upper)
                             for _ in range(5)]
+        base = np.asarray(env.scene.robot.base, float)
         for q in configs:
             _set_arm(env, q)
+            # the FK's TCP is the sim's hand site (the grasp centre): one TCP for both
+            hand_pos, hand_quat = env.hand_pose()
+            tcp_pos, tcp_quat = kin.fk(q)
+            assert np.abs(tcp_pos + base - hand_pos).max() < 1e-6
+            assert min(np.abs(tcp_quat - hand_quat).max(),
+                       np.abs(tcp_quat + hand_quat).max()) < 1e-6
             for cam in ("front", "wrist"):
                 pos, rot = env.camera_pose(cam)
                 est = ex.camera_pose(cam, kin, q)
