@@ -35,7 +35,8 @@ from mango.sim.scene import (
 
 LIBERO10 = [p.stem for p in list_scenes() if p.stem.startswith("libero10_")]
 CAMERAS = ("front", "wrist")
-# predicates that read an articulated entity's joint (oracle/library.py): its part must be seen
+# predicates that read an articulated entity's joint (oracle/predicates.py): its part must be
+# seen
 JOINT_PREDICATES = {"open", "close", "turnon", "turnoff"}
 
 Need = tuple[str, str]  # (entity, part)
@@ -54,8 +55,9 @@ def _expressions(node: object) -> Iterator[str]:
 
 
 def oracle_needs(scene: SceneSpec) -> set[Need]:
-    """What the scene's oracle names: entities, regions' parent entities, and the moving
-    part of each articulated entity whose joint a predicate reads."""
+    """What the scene's oracle names: entities, regions' parent entities (and the part a
+    region is on), and the moving part of each articulated entity whose joint a predicate
+    reads."""
     assert scene.oracle is not None
     plan = json.loads((REPO_ROOT / scene.oracle).read_text())
     ids = {e.id: e for e in scene.entities}
@@ -67,8 +69,9 @@ def oracle_needs(scene: SceneSpec) -> set[Need]:
             for a in atom.args:
                 if a in ids:
                     need.add((a, "base"))
-                if a in regions and regions[a].parent in ids:
+                if a in regions and regions[a].parent in ids:  # a region rides on its parent
                     need.add((regions[a].parent, "base"))
+                    need.add((regions[a].parent, regions[a].part))
                 if atom.predicate in JOINT_PREDICATES:
                     owner = joints.get(a) or ids.get(a)
                     if owner is not None and owner.shape in ARTICULATED:
