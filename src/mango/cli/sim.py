@@ -101,8 +101,9 @@ def run(
         "--world-state", help="truth: the physics; estimated: what the perception-based "
         "estimator made of the cameras (markers) and joint states alone.")] = "truth",
     markers: Annotated[Path | None, typer.Option(
-        "--markers", help="Marker map YAML for --world-state estimated (default: one marker "
-        "per entity, sim.markers.auto_marker_map).")] = None,
+        "--markers", help="Marker map YAML for --world-state estimated (default: "
+        "sim.markers.auto_marker_map: solid tops, container walls and floors, drawer, door "
+        "and knob markers).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Run the scripted expert on a scene and write its trace, labels and video."""

@@ -12,14 +12,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from mango.control.robot import load_robot
-from mango.geometry import quat_to_mat
 from mango.oracle.world_state import WorldState
 from mango.perception.aruco import ArucoBackend
 from mango.perception.estimator import EstimatorConfig, WorldStateEstimator
-from mango.perception.sim_frames import sim_frame
+from mango.perception.sim_frames import estimated_frame, sim_extrinsics
 from mango.policy.kinematics import make_kinematics
 from mango.sim.env import SimEnv, as_scene
 from mango.sim.expert.policy import ExpertPolicy
@@ -55,10 +52,9 @@ def estimated_episode(
     sc = as_scene(scene)
     mm = markers if markers is not None else auto_marker_map(sc)
     env = SimEnv(sc, seed=seed, cameras=tuple(cameras), image_size=image_size, markers=mm)
-    pos, quat = env.robot_base_pose()
-    base = np.eye(4)
-    base[:3, :3], base[:3, 3] = quat_to_mat(quat), pos
-    estimator = WorldStateEstimator(sc, mm, make_kinematics(load_robot("fr3")), base, config)
+    extrinsics = sim_extrinsics(env)  # what a lab's calibration file holds
+    estimator = WorldStateEstimator(sc, mm, make_kinematics(load_robot("fr3")),
+                                    extrinsics.robot_base.matrix(), config)
     aruco = ArucoBackend(mm, sc)
     estimated: list[WorldState] = []
 
@@ -66,7 +62,8 @@ def estimated_episode(
         q = env.joint_positions()
         estimator.observe_joints(q, env.gripper_width(), truth.t)
         for cam in cameras:
-            frame = sim_frame(env, cam).without_privileged()
+            # camera poses from the calibration and the measured joints, not the sim's truth
+            frame = estimated_frame(env, cam, extrinsics, q)
             poses, _ = aruco.poses(frame)
             estimator.observe_markers(poses, truth.t)
         estimated.append(estimator.state(truth.t))
