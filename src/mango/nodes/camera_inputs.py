@@ -50,7 +50,9 @@ class CameraInputs:
                  extrinsics: Extrinsics | None, world_frame: str, robot: str,
                  callback_group: CallbackGroup, required: Sequence[str] = ("depth",),
                  on_frame: Callable[[str, float], None] | None = None,
-                 on_joints: Callable[[JointState], None] | None = None) -> None:
+                 on_joints: Callable[[JointState], None] | None = None,
+                 joints_topic: str = "joint_states",
+                 joints_group: CallbackGroup | None = None) -> None:
         self.cameras = tuple(cameras)
         if not self.cameras:
             raise PerceptionError("parameter 'cameras' names no camera")
@@ -84,8 +86,8 @@ class CameraInputs:
             node.create_subscription(TFMessage, "tf_static", lambda m: self._on_tf(m, True),
                                      latched_qos(100), callback_group=group)
         if extrinsics is not None or on_joints is not None:
-            node.create_subscription(JointState, "joint_states", self._on_joints, 10,
-                                     callback_group=group)
+            node.create_subscription(JointState, joints_topic, self._on_joints, 10,
+                                     callback_group=joints_group or group)
 
     # ------------------------------------------------------------------ callbacks
 
@@ -123,6 +125,11 @@ class CameraInputs:
             self._on_joints_hook(msg)
 
     # ------------------------------------------------------------------ frames
+
+    def lookup(self, root: str, frame: str) -> np.ndarray | None:
+        """`root`_T_`frame` (4x4) from the newest tf, None until the chain reaches `root`."""
+        with self._lock:
+            return self.tree.lookup(root, frame)
 
     def frame(self, camera: str, required: Sequence[str] | None = None,
               segmentation_ids: tuple[str, ...] = ()) -> tuple[RGBDFrame | None, str | None]:
