@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,21 @@ from mango.sim.scene import SceneSpec, as_scene
 from mango_ros.msg import WorldState as WorldStateMsg
 
 THROTTLE = 5.0  # s between repeats of one complaint about the inputs
+
+
+class Complaints:
+    """Warnings about inputs, each distinct one at most every `THROTTLE` s: rclpy throttles
+    per call site, which would hide a second kind of bad message behind the first."""
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+        self._last: dict[str, float] = {}
+
+    def warn(self, key: str, text: str) -> None:
+        now = time.monotonic()
+        if now - self._last.get(key, -math.inf) >= THROTTLE:
+            self._last[key] = now
+            self._node.get_logger().warning(text)
 
 
 def parse_device_topics(items: list[str], scene: SceneSpec) -> dict[str, str]:
@@ -113,6 +129,7 @@ class WorldStateNode(Node):
         self._published_t: float | None = None
         self._newest = 0.0  # the newest input stamp (a device's Bool has none of its own)
         self.frames_seen = 0  # camera frames that reached the estimator
+        self.complaints = Complaints(self)
 
         required = ("rgb", "depth") if p["use_depth"] else ("rgb",)
         self.inputs = CameraInputs(
@@ -141,9 +158,8 @@ class WorldStateNode(Node):
         if self.estimator is None:
             base = self.inputs.lookup(self.world_frame, self.base_frame)
             if base is None:
-                self.get_logger().warning(
-                    f"no tf from '{self.world_frame}' to the robot base '{self.base_frame}' "
-                    "yet: no estimate", throttle_duration_sec=THROTTLE)
+                self.complaints.warn("base", f"no tf from '{self.world_frame}' to the robot "
+                                     f"base '{self.base_frame}' yet: no estimate")
                 return None
             self.estimator = self._estimator(base)
         return self.estimator
@@ -154,15 +170,15 @@ class WorldStateNode(Node):
         try:
             self.reader.update(list(msg.name), list(msg.position), seconds(msg.header.stamp))
         except (IndexError, ValueError, TypeError) as exc:
-            self.get_logger().warning(f"joint state skipped: {one_line(exc)}",
-                                      throttle_duration_sec=THROTTLE)
+            self.complaints.warn(f"joints {one_line(exc)}",
+                                 f"joint state skipped: {one_line(exc)}")
             return
         m = self.reader.measured()
         if m is None:
             return
         if not np.all(np.isfinite(m.q)):
-            self.get_logger().warning("joint state skipped: a joint position is not finite",
-                                      throttle_duration_sec=THROTTLE)
+            self.complaints.warn("joints nan", "joint state skipped: a joint position is not "
+                                 "finite")
             return
         with self._lock:
             est = self._ready()
@@ -175,8 +191,9 @@ class WorldStateNode(Node):
         try:
             self._observe_frame(camera)
         except Exception as exc:  # a message this node cannot read: say so, go on
-            self.get_logger().warning(f"camera '{camera}' frame at {stamp:.3f} skipped: "
-                                      f"{one_line(exc)}", throttle_duration_sec=THROTTLE)
+            why = one_line(exc)
+            self.complaints.warn(f"{camera} {why}",
+                                 f"camera '{camera}' frame at {stamp:.3f} skipped: {why}")
 
     def _observe_frame(self, camera: str) -> None:
         frame, why = self.inputs.frame(camera)
@@ -188,8 +205,7 @@ class WorldStateNode(Node):
                              f"{intr.width}x{intr.height}")
         poses, notes = self.aruco.poses(frame)
         if not poses and notes:
-            self.get_logger().warning(f"camera '{camera}': {notes[0]}",
-                                      throttle_duration_sec=THROTTLE)
+            self.complaints.warn(f"{camera} {notes[0]}", notes[0])
         with self._lock:
             est = self._ready()
             if est is not None:
