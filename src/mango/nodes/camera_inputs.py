@@ -51,8 +51,7 @@ class CameraInputs:
                  callback_group: CallbackGroup, required: Sequence[str] = ("depth",),
                  on_frame: Callable[[str, float], None] | None = None,
                  on_joints: Callable[[JointState], None] | None = None,
-                 joints_topic: str = "joint_states",
-                 joints_group: CallbackGroup | None = None) -> None:
+                 joints_topic: str = "joint_states") -> None:
         self.cameras = tuple(cameras)
         if not self.cameras:
             raise PerceptionError("parameter 'cameras' names no camera")
@@ -87,7 +86,7 @@ class CameraInputs:
                                      latched_qos(100), callback_group=group)
         if extrinsics is not None or on_joints is not None:
             node.create_subscription(JointState, joints_topic, self._on_joints, 10,
-                                     callback_group=joints_group or group)
+                                     callback_group=group)
 
     # ------------------------------------------------------------------ callbacks
 

