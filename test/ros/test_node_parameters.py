@@ -25,6 +25,9 @@ CASES = [
     ("perception_node", "backend:=magic", "unknown perception backend 'magic'"),
     ("perception_node", "publish_rate:=-1.0", "parameter 'publish_rate' must be 0 (off) or"),
     ("perception_node", "extrinsics:=/no/such.yaml", "/no/such.yaml"),
+    ("world_state_node", "rate:=0.0", "parameter 'rate' must be between 0.01 and 1000"),
+    ("world_state_node", "cameras:=['front']", "parameter 'scene' is required"),
+    ("world_state_node", "stale_after:=-1.0", "parameter 'stale_after' must be positive"),
 ]
 
 

@@ -10,10 +10,13 @@ key/value pairs (ros2/common_interfaces, diagnostic_msgs/msg/DiagnosticStatus.ms
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 import threading
 import time
 
 import numpy as np
+import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
@@ -187,3 +190,19 @@ def test_broken_inputs_are_skipped_and_the_node_goes_on(
     for state in (msg_to_state(m) for m in est[n0:]):
         assert all(math.isfinite(v) for o in state.objects.values() for v in o.position)
     assert all(p.poll() is None for _, p in processes.procs)
+
+
+@pytest.mark.parametrize(("param", "says"), [
+    ("markers:=/no/markers.yaml", "/no/markers.yaml"),
+    ("extrinsics:=/no/extrinsics.yaml", "/no/extrinsics.yaml"),
+    ("device_topics:=['flat_stove_1']", "'flat_stove_1' is not <device>=<topic>"),
+    ("device_topics:=['plate_1=/on']", "'plate_1' is not a device of scene"),
+])
+def test_bad_files_and_devices_are_one_error_line(param: str, says: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "mango.nodes.world_state_node", "--ros-args",
+                           "-p", f"scene:={SCENE}", "-p", param],
+                          capture_output=True, text=True, timeout=60)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "Traceback" not in out, out
+    errors = [line for line in out.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and says in errors[0], out
