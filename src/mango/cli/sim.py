@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -96,6 +97,12 @@ def run(
         "--labels", help="Ground-truth labels JSON (default: next to the trace).")] = None,
     video: Annotated[Path | None, typer.Option("--video", help="Write an MP4 (or GIF).")] = None,
     camera: Annotated[str, typer.Option("--camera", help="Camera for the video.")] = "front",
+    world_state: Annotated[str, typer.Option(
+        "--world-state", help="truth: the physics; estimated: what the perception-based "
+        "estimator made of the cameras (markers) and joint states alone.")] = "truth",
+    markers: Annotated[Path | None, typer.Option(
+        "--markers", help="Marker map YAML for --world-state estimated (default: one marker "
+        "per entity, sim.markers.auto_marker_map).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Run the scripted expert on a scene and write its trace, labels and video."""
@@ -115,16 +122,37 @@ def run(
         if video is not None and video.suffix.lower() not in (".mp4", ".gif"):
             raise InputError("video must end in .mp4 or .gif", field="video")
         labels_path = labels or trace.with_suffix(".labels.json")
+        if world_state not in ("truth", "estimated"):
+            raise InputError(f"--world-state must be truth or estimated, not '{world_state}'",
+                             field="world-state")
+        if markers is not None and world_state != "estimated":
+            raise InputError("--markers needs --world-state estimated", field="markers")
+        if world_state == "estimated" and video is not None:
+            raise InputError("--video is for --world-state truth runs", field="video")
+        mm = None
+        if markers is not None:
+            from mango.sim.markers import load_marker_map
+
+            mm = load_marker_map(markers)
+            mm.check_scene(sc, file=str(markers))
         expert = ExpertPolicy(sc, f)  # validates the fault against the task first
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                       TextColumn("{task.completed:.1f}/{task.total:.0f} s sim"),
                       TimeElapsedColumn(), console=console, transient=True) as progress:
             task = progress.add_task(f"{sc.name} seed {seed}" + (f" {f}" if f else ""),
                                      total=sc.horizon)
-            result = run_episode(
-                sc, seed, f, video_camera=camera if video else None, expert=expert,
-                on_state=lambda s: progress.update(task, completed=s.t),
-            )
+            if world_state == "estimated":
+                from mango.perception.episode import estimated_episode
+
+                ep = estimated_episode(sc, seed, f, markers=mm, expert=expert,
+                                       on_state=lambda s: progress.update(task, completed=s.t))
+                # the labels are the physics' (the same for both); the trace, the estimate
+                result = replace(ep.result, states=ep.estimated)
+            else:
+                result = run_episode(
+                    sc, seed, f, video_camera=camera if video else None, expert=expert,
+                    on_state=lambda s: progress.update(task, completed=s.t),
+                )
         write_outputs(result, trace, labels_path, video)
     except InputError as exc:
         _fail(exc)

@@ -189,6 +189,23 @@ def duplicate_ids(ids: Iterable[str]) -> list[str]:
     return sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
 
 
+GRIPPER_FINGERS = ("robot_left_finger", "robot_right_finger")
+
+
+def grasp_facts(contacts: Iterable[tuple[str, str]], movable: Iterable[str]) -> dict[str, bool]:
+    """`grasped(x)` facts for the movable entities: x is held when both fingers touch it.
+
+    The simulator (from its physics contacts) and the perception-based estimator (from the
+    contacts it infers) decide a grasp with this one rule, so the two world states agree on
+    what a grasp is."""
+    touching: dict[str, set[str]] = {}
+    for a, b in contacts:
+        touching.setdefault(a, set()).add(b)
+        touching.setdefault(b, set()).add(a)
+    return {f"grasped({e})": all(f in touching.get(e, ()) for f in GRIPPER_FINGERS)
+            for e in movable}
+
+
 class WorldState(_Model):
     """One world state at time `t` (seconds)."""
 

@@ -29,6 +29,7 @@ from mango.oracle.world_state import (
     GripperState,
     JointState,
     WorldState,
+    grasp_facts,
 )
 from mango.sim.build import CONTROL_HZ, SUBSTEPS, BuiltScene, build_scene
 from mango.sim.ik import IKSolver
@@ -38,7 +39,6 @@ from mango.sim.scene import ARTICULATED, FR3_JOINTS, SceneSpec, as_scene
 log = logging.getLogger(__name__)
 
 MAX_WIDTH = 0.08  # gripper opening, metres (two fingers of 0.04)
-GRIPPER_FINGERS = ("robot_left_finger", "robot_right_finger")
 
 
 @dataclass(frozen=True)
@@ -298,17 +298,9 @@ class SimEnv:
                 joints[e.joint.id] = JointState(q=q, q_open=e.joint.q_open,
                                                 q_closed=e.joint.q_closed)
                 if e.device is not None:
-                    devices[e.id] = DeviceState(on=q >= e.device.on_threshold)
+                    devices[e.id] = DeviceState(on=e.device.is_on(q))
             contacts = self._contacts()
-            facts = {}
-            touching: dict[str, set[str]] = {}
-            for a, p in contacts:
-                touching.setdefault(a, set()).add(p)
-                touching.setdefault(p, set()).add(a)
-            for e in sc.entities:
-                if e.movable:
-                    parts = touching.get(e.id, set())
-                    facts[f"grasped({e.id})"] = all(f in parts for f in GRIPPER_FINGERS)
+            facts = grasp_facts(contacts, (e.id for e in sc.entities if e.movable))
             width = self.gripper_width()
             return WorldState(
                 t=round(float(d.time), 6),

@@ -81,6 +81,10 @@ class DeviceSpec(_Strict):
 
     on_threshold: Finite
 
+    def is_on(self, q: float) -> bool:
+        """On once the joint passes the threshold: the sim's and the estimator's one rule."""
+        return q >= self.on_threshold
+
 
 class EntitySpec(_Strict):
     id: str
