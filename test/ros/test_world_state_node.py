@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image, JointState
-from std_msgs.msg import Header
+from std_msgs.msg import Bool, Header
 from support.ros import Processes, wait_for
 
 from mango.ros.images import camera_info, numpy_to_image
@@ -32,6 +33,7 @@ from mango.sim.scene import as_scene
 from mango_ros.msg import WorldState
 
 SCENE = "libero10_mugs_plates"
+LAB = Path(__file__).resolve().parents[2] / "config" / "lab"
 CAMERAS = ("front", "wrist")
 KINDS = (("image_raw", Image), ("depth", Image), ("camera_info", CameraInfo))
 
@@ -206,3 +208,47 @@ def test_bad_files_and_devices_are_one_error_line(param: str, says: str) -> None
     assert proc.returncode == 1 and "Traceback" not in out, out
     errors = [line for line in out.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and says in errors[0], out
+
+
+def test_calibration_file_and_a_device_topic(ros_node: Node, processes: Processes,
+                                             namespace: str) -> None:
+    """Camera and base poses from the lab's example calibration (the sim's placement; the
+    wrist camera by FK of the joint states) instead of tf, and a stove's on/off from a Bool
+    topic, which wins over what its knob says."""
+    scene = "libero10_stove_moka"
+    truth: list[WorldState] = []
+    est: list[WorldState] = []
+    tracks: list[DiagnosticArray] = []
+    ros_node.create_subscription(WorldState, f"{namespace}/world_state_truth", truth.append, 100)
+    ros_node.create_subscription(WorldState, f"{namespace}/world_state", est.append, 100)
+    ros_node.create_subscription(DiagnosticArray, f"{namespace}/world_state_node/tracks",
+                                 tracks.append, 10)
+    stove = ros_node.create_publisher(Bool, f"{namespace}/stove_on", 10)
+    processes.start("sim", "mango.nodes.sim_node", "-r", f"__ns:={namespace}",
+                    "-r", "world_state:=world_state_truth", "-p", f"scene:={scene}",
+                    "-p", "markers:=auto", "-p", "camera_rate:=5.0", "-p", "state_rate:=50.0",
+                    "-p", "image_width:=640", "-p", "image_height:=480")
+    processes.start("estimator", "mango.nodes.world_state_node", "-r", f"__ns:={namespace}",
+                    "-p", f"scene:={scene}", "-p", f"extrinsics:={LAB / 'extrinsics.yaml'}",
+                    "-p", "device_topics:=['flat_stove_1=stove_on']")
+    marked = {m.entity for m in auto_marker_map(as_scene(scene)).markers}
+
+    def seen() -> set[str]:
+        return {e for e, (level, v) in _levels(tracks[-1]).items()
+                if level == ord(DiagnosticStatus.OK) and v["source"].startswith("marker")
+                } if tracks else set()
+
+    wait_for(lambda: len(seen() & marked) >= len(marked) - 1, timeout=120,
+             what="markers tracked on every entity but one")
+    e = msg_to_state(est[-1])
+    t = min((msg_to_state(m) for m in truth[-200:]), key=lambda s: abs(s.t - e.t))
+    for eid in seen() & marked:
+        assert math.dist(e.objects[eid].position, t.objects[eid].position) < 0.01, eid
+    assert not e.devices["flat_stove_1"].on and not t.devices["flat_stove_1"].on
+
+    def switched_on() -> bool:
+        stove.publish(Bool(data=True))
+        return msg_to_state(est[-1]).devices["flat_stove_1"].on
+
+    wait_for(switched_on, timeout=10, what="the stove on from its topic")
+    assert "Traceback" not in processes.log("estimator")
