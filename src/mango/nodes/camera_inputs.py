@@ -125,6 +125,13 @@ class CameraInputs:
 
     # ------------------------------------------------------------------ frames
 
+    def clear(self) -> None:
+        """Forget the images (time restarted: a simulator reset); CameraInfo and tf stay
+        (tf_static is latched and comes once)."""
+        with self._lock:
+            self.frames = {c: FrameAssembler() for c in self.cameras}
+            self._reported.clear()
+
     def lookup(self, root: str, frame: str) -> np.ndarray | None:
         """`root`_T_`frame` (4x4) from the newest tf, None until the chain reaches `root`."""
         with self._lock:

@@ -46,6 +46,9 @@ from mango.sim.scene import SceneSpec, as_scene
 from mango_ros.msg import WorldState as WorldStateMsg
 
 THROTTLE = 5.0  # s between repeats of one complaint about the inputs
+BACKWARDS = 0.5  # s a joint state's stamp may fall behind the last one before time restarted
+GRACE = 0.5  # s (wall) after a restart in which camera frames are dropped: those in flight
+# were taken before it, and the stamps of a short episode cannot tell them from new ones
 
 
 class Complaints:
@@ -123,11 +126,11 @@ class WorldStateNode(Node):
         self.base_frame = str(p["base_frame"])
         self.aruco = ArucoBackend(self.markers, self.scene, use_depth=bool(p["use_depth"]))
         self._lock = threading.Lock()  # the estimator
-        self.estimator: WorldStateEstimator | None = None
-        if self.extrinsics is not None:
-            self.estimator = self._estimator(self.extrinsics.robot_base.matrix())
+        self.estimator: WorldStateEstimator | None = None  # made once the base is known
         self._published_t: float | None = None
         self._newest = 0.0  # the newest input stamp (a device's Bool has none of its own)
+        self._joints_t: float | None = None  # the newest joint state's stamp
+        self._restarted = -math.inf  # monotonic time of the last restart
         self.frames_seen = 0  # camera frames that reached the estimator
         self.complaints = Complaints(self)
 
@@ -154,9 +157,11 @@ class WorldStateNode(Node):
                                    self.config)
 
     def _ready(self) -> WorldStateEstimator | None:
-        """The estimator, made once the robot base's pose is known (tf without extrinsics)."""
+        """The estimator, made once the robot base's pose is known (from the extrinsics, or
+        tf without them)."""
         if self.estimator is None:
-            base = self.inputs.lookup(self.world_frame, self.base_frame)
+            base = (self.extrinsics.robot_base.matrix() if self.extrinsics is not None
+                    else self.inputs.lookup(self.world_frame, self.base_frame))
             if base is None:
                 self.complaints.warn("base", f"no tf from '{self.world_frame}' to the robot "
                                      f"base '{self.base_frame}' yet: no estimate")
@@ -181,11 +186,26 @@ class WorldStateNode(Node):
                                  "finite")
             return
         with self._lock:
+            if self._joints_t is not None and m.stamp < self._joints_t - BACKWARDS:
+                self._restart(m.stamp)
             est = self._ready()
             if est is not None:
                 width = m.width if m.width is not None and math.isfinite(m.width) else None
                 est.observe_joints(m.q.tolist(), width, m.stamp)
                 self._newest = max(self._newest, m.stamp)
+                self._joints_t = m.stamp
+
+    def _restart(self, stamp: float) -> None:
+        """Time went back (a simulator reset, a bag from the start): a new episode, as the
+        oracle node takes it: a fresh estimate from the scene file, no old images."""
+        self.get_logger().info(f"time went back ({self._joints_t:.3f} -> {stamp:.3f} s): "
+                               "a fresh estimate")
+        self.estimator = None
+        self.inputs.clear()
+        self._joints_t = None
+        self._restarted = time.monotonic()
+        self._newest = stamp
+        self._published_t = None
 
     def _on_frame(self, camera: str, stamp: float) -> None:
         try:
@@ -196,6 +216,8 @@ class WorldStateNode(Node):
                                  f"camera '{camera}' frame at {stamp:.3f} skipped: {why}")
 
     def _observe_frame(self, camera: str) -> None:
+        if time.monotonic() - self._restarted < GRACE:
+            return  # taken before time went back (see GRACE)
         frame, why = self.inputs.frame(camera)
         if frame is None:
             raise InputError(why or "no frame")
@@ -203,6 +225,10 @@ class WorldStateNode(Node):
         if intr is not None and shape is not None and shape != (intr.height, intr.width):
             raise InputError(f"the image is {shape[1]}x{shape[0]} but CameraInfo says "
                              f"{intr.width}x{intr.height}")
+        if self._joints_t is not None and frame.stamp > self._joints_t + BACKWARDS:
+            # ahead of the arm's clock: rendered before time went back (an old episode)
+            raise InputError(f"stamped {frame.stamp - self._joints_t:.2f} s ahead of the joint "
+                             "states (from before time went back?)")
         poses, notes = self.aruco.poses(frame)
         if not poses and notes:
             self.complaints.warn(f"{camera} {notes[0]}", notes[0])
