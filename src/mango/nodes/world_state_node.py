@@ -8,7 +8,9 @@ and moving part where its pose comes from and how old it is: OK while seen, WARN
 Every camera frame (`camera/<name>/{image_raw,depth,camera_info}` of one stamp, with the
 camera's pose from `extrinsics` or tf: `mango.nodes.camera_inputs`, as perception_node reads
 them) goes through `ArucoBackend.poses`. No message stops the node: an image its CameraInfo
-does not fit, no CameraInfo, NaN depth or joints are logged (throttled) and skipped.
+does not fit, no CameraInfo, NaN depth or joints are logged (throttled) and skipped. Joint
+states going back in time (a simulator reset) start a fresh estimate, as the oracle node
+starts a new episode.
 Parameters: `scene` (scene name or file), `markers` (marker map YAML; "" = the scene's auto
 map), `extrinsics` (calibration YAML; "" = camera and base poses from tf), `cameras`,
 `use_depth` (refine marker poses with the depth image; false for colour-only cameras),
