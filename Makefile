@@ -16,7 +16,7 @@ REQS       := requirements/ros-runtime.txt requirements/ros-build.txt requiremen
 NODEPS     := requirements/no-deps.txt
 INTERFACES := $(wildcard msg/*.msg srv/*.srv action/*.action) CMakeLists.txt package.xml
 
-.PHONY: setup test lint demo bench clean doctor openpi-venv
+.PHONY: setup test lint demo bench clean doctor openpi-venv perception-deps
 .DEFAULT_GOAL := help
 
 help:
@@ -91,7 +91,18 @@ $(OPENPI_VENV)/.stamp: requirements/openpi-server.txt
 	$(OPENPI_VENV)/bin/python -c "import openpi_server, openpi_client"
 	@touch $@
 
-test: setup openpi-venv
+# transformers 5 for the open-vocabulary detectors' tests, beside the venv, not in it: it
+# breaks lerobot 0.4.4's import (requirements/perception-transformers.txt)
+PERCEPTION_DEPS := .deps/transformers
+perception-deps: $(PERCEPTION_DEPS)/.stamp
+
+$(PERCEPTION_DEPS)/.stamp: requirements/perception-transformers.txt
+	rm -rf $(PERCEPTION_DEPS)
+	$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps --target $(PERCEPTION_DEPS) \
+	  -r requirements/perception-transformers.txt
+	@touch $@
+
+test: setup openpi-venv perception-deps
 	$(ENV) ruff check src test bench scripts
 	$(ENV) python -m pytest -q
 
@@ -102,4 +113,4 @@ bench: setup
 	$(ENV) for b in bench/bench_*.py; do echo "== $$b"; python "$$b" || exit 1; done
 
 clean:
-	rm -rf build $(VENV) $(OPENPI_VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf build $(VENV) $(OPENPI_VENV) .pytest_cache .ruff_cache .hypothesis .deps

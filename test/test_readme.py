@@ -117,6 +117,12 @@ def _check_make_demo_views() -> None:
     assert re.search(r"VIEWS.*--record-views", (ROOT / "scripts/demo.sh").read_text())
 
 
+def _check_estimated_run() -> None:
+    text = (ROOT / "test/perception/test_estimated_run.py").read_text()
+    assert 'SCENE = "libero10_book_caddy"' in text and '"--seed", "1"' in text
+    assert '"--world-state", "estimated"' in text and "check_trace" in text
+
+
 def _check_make_test() -> None:
     recipe = _make_recipe("test")
     assert "python -m pytest" in recipe and "ruff check src test" in recipe
@@ -235,6 +241,9 @@ WALK: dict[str, tuple[Step, ...]] = {
         Run("mango sim run --scene stove_moka --seed 3 --fault drop@0.3 --trace out/t.jsonl",
             expect=("incomplete at step 2.3",)),
     ),
+    "mango sim run --scene book_caddy --seed 1 --trace out/est.jsonl --world-state estimated": (
+        NotHere("the same run (scene, seed, option) is made through the CLI and its trace "
+                "judged in test/perception/test_estimated_run.py", _check_estimated_run),),
     "mango sim eval --seeds 20": (
         Run("mango sim eval --seeds 1", expect=("1/1",), forbid=("0/1",)),
     ),

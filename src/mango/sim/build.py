@@ -18,12 +18,15 @@ import numpy as np
 
 from mango.errors import InputError
 from mango.geometry import frame_quat, mat_to_quat, yaw_quat
-from mango.sim.markers import MarkerMap, marker_cells, marker_image
+from mango.sim.markers import PLATE_THICKNESS, MarkerMap, marker_cells, marker_image
 from mango.sim.parts import (
     DRAWER_FRAC,
     KNOB_HALF,
     WALL,
+    container_wall,
     door_hinge_local,
+    door_panel,
+    drawer_half,
     drawer_local,
     knob_local,
 )
@@ -272,10 +275,11 @@ class _Builder:
             body = self.spec.body(name)
             half = m.size * (cells + 2) / cells / 2  # the white quiet zone around the square
             rot = m.rotation()
-            # the plate's lower face lies on the marker plane: nothing pokes into the entity
-            centre = np.asarray(m.position, float) + rot[:, 2] * 0.0005
+            # the printed face lies on the marker plane, the card behind it (a map made for
+            # a surface sets the marker PLATE_THICKNESS out of it: `auto_marker_map`)
+            centre = np.asarray(m.position, float) - rot[:, 2] * PLATE_THICKNESS / 2
             self._geom(body, m.entity, type=mujoco.mjtGeom.mjGEOM_BOX, pos=centre.tolist(),
-                       quat=mat_to_quat(rot).tolist(), size=[half, half, 0.0005],
+                       quat=mat_to_quat(rot).tolist(), size=[half, half, PLATE_THICKNESS / 2],
                        material=mat.name, rgba=[1, 1, 1, 1], contype=0, conaffinity=0,
                        mass=1e-5)
 
@@ -306,7 +310,7 @@ class _Builder:
             self._box(body, e.id, (sx / 2 + 0.012, 0, 0), (0.012, 0.006, sz * 0.3), rgba,
                       density=dens * 0.2)
         elif e.shape in ("bowl", "basket", "caddy"):
-            wall = 0.006 if e.shape != "bowl" else 0.008
+            wall = container_wall(e.shape)
             self._open_box(body, e.id, e.size, rgba, wall=wall, divider=e.shape == "caddy",
                            density=e.mass / (2 * (sx * sy + sx * sz + sy * sz) * wall), **grip)
         elif e.shape == "drawer_cabinet":
@@ -334,7 +338,7 @@ class _Builder:
         self._box(body, e.id, (-sx - 0.01, 0, shelf_z + WALL + upper / 2),
                   (0.01, 0.05, 0.008), (0.2, 0.2, 0.2, 1), contype=0, conaffinity=0)
         # the drawer: an open box sliding along x; q < 0 pulls it toward the robot (-x)
-        dx, dy, dz = sx - WALL - 0.002, sy - WALL - 0.003, hd / 2
+        dx, dy, dz = drawer_half(e)
         drawer = body.add_body(name=f"{e.id}__drawer", pos=list(drawer_local(e)))
         drawer.add_joint(name=e.joint.id, type=mujoco.mjtJoint.mjJNT_SLIDE, axis=[1, 0, 0],
                          range=list(e.joint.range), damping=8.0, frictionloss=0.5,
@@ -363,9 +367,8 @@ class _Builder:
         door.add_joint(name=e.joint.id, type=mujoco.mjtJoint.mjJNT_HINGE, axis=[0, 0, -1],
                        range=list(e.joint.range), damping=0.3, frictionloss=0.05,
                        armature=0.02)
-        # a gap above the table: a door rubbing on it would hardly turn
-        self._box(door, e.id, (0, sy, 0.004), (t, sy, sz - 0.006), (0.15, 0.15, 0.18, 1),
-                  mass=0.4)
+        centre, half = door_panel(e)
+        self._box(door, e.id, centre, half, (0.15, 0.15, 0.18, 1), mass=0.4)
         self._box(door, e.id, (-0.012, 2 * sy - 0.03, 0), (0.012, 0.01, sz * 0.5),
                   (0.7, 0.7, 0.7, 1), mass=0.05)
 

@@ -62,7 +62,7 @@ class CameraInfo:
 
 # ROS optical frame (REP 103: z forward, x right, y down) in MuJoCo's camera frame (x right,
 # y up, looking along -z).
-_OPTICAL_IN_MJ_CAMERA = np.diag([1.0, -1.0, -1.0])
+OPTICAL_IN_MJ_CAMERA = np.diag([1.0, -1.0, -1.0])
 
 
 class SimEnv:
@@ -366,7 +366,7 @@ class SimEnv:
         cid = self._camera_id(name)
         with self.lock:
             pos = self.data.cam_xpos[cid].copy()
-            rot = self.data.cam_xmat[cid].reshape(3, 3) @ _OPTICAL_IN_MJ_CAMERA
+            rot = self.data.cam_xmat[cid].reshape(3, 3) @ OPTICAL_IN_MJ_CAMERA
         return pos, rot
 
     def camera_fixed(self, name: str) -> bool:

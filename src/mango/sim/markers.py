@@ -22,8 +22,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mango.errors import InputError, from_validation_error
-from mango.sim.scene import ARTICULATED, SceneSpec
+from mango.sim.parts import KNOB_HALF, container_wall, door_panel, drawer_half
+from mango.sim.scene import ARTICULATED, EntitySpec, SceneSpec
 from mango.yaml_files import read_yaml_mapping
+
+PLATE_THICKNESS = 0.001  # the card a marker is printed on, metres
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Vec3 = tuple[Finite, Finite, Finite]
@@ -47,7 +50,7 @@ class MarkerSpec(_Strict):
     entity: str  # the entity the marker is fixed to
     part: Literal["base", "drawer", "door", "knob"] = "base"  # or its moving part
     size: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]  # black square side, metres
-    position: Vec3 = (0.0, 0.0, 0.0)  # marker centre in the entity (part) frame, metres
+    position: Vec3 = (0.0, 0.0, 0.0)  # centre of the printed face, entity (part) frame, m
     rpy: Vec3 = (0.0, 0.0, 0.0)  # marker frame in the entity (part) frame, degrees
 
     def rotation(self) -> np.ndarray:
@@ -150,27 +153,136 @@ def load_marker_map(path: str | Path) -> MarkerMap:
         raise from_validation_error(exc, file=str(p)) from None
 
 
+def axes_rpy(x: Vec3, z: Vec3) -> Vec3:
+    """`rpy` (degrees) of the marker frame whose x and z axes (in the entity frame) are given."""
+    ax, az = np.asarray(x, float), np.asarray(z, float)
+    r = np.column_stack([ax, np.cross(az, ax), az])
+    roll = math.atan2(r[2, 1], r[2, 2])
+    pitch = -math.asin(float(np.clip(r[2, 0], -1.0, 1.0)))
+    yaw = math.atan2(r[1, 0], r[0, 0])
+    return (round(math.degrees(roll), 6) + 0.0, round(math.degrees(pitch), 6) + 0.0,
+            round(math.degrees(yaw), 6) + 0.0)
+
+
+def fitting_side(width: float, height: float, cells: int, max_size: float) -> float:
+    """The largest marker (black square side) whose plate, with its one-cell quiet zone,
+    fits a `width` x `height` face with a margin."""
+    return round(min(max_size, 0.9 * min(width, height) * cells / (cells + 2)), 4)
+
+
+def plate_half(side: float, cells: int) -> float:
+    """Half the side of the plate a marker is printed on (square + quiet zone)."""
+    return side * (cells + 2) / cells / 2
+
+
+# outward normals of an open container's four side walls (entity frame), and the marker's x
+# axis on each so that the marker reads upright (its y = entity +z)
+_WALLS: tuple[tuple[Vec3, Vec3], ...] = (
+    ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0)), ((-1.0, 0.0, 0.0), (0.0, -1.0, 0.0)),
+    ((0.0, 1.0, 0.0), (-1.0, 0.0, 0.0)), ((0.0, -1.0, 0.0), (1.0, 0.0, 0.0)),
+)
+
+
+def _wall_toward(scene: SceneSpec, e: EntitySpec, camera: str) -> tuple[Vec3, Vec3]:
+    """The side wall whose outer face looks most toward `camera` (+x without that camera)."""
+    cam = next((c for c in scene.cameras if c.name == camera), None)
+    if cam is None:
+        return _WALLS[0]
+    yaw = math.radians(e.yaw)
+    to_cam = np.array([cam.pos[0] - e.position[0], cam.pos[1] - e.position[1]])
+
+    def facing(w: tuple[Vec3, Vec3]) -> float:
+        n = w[0]
+        return float(to_cam @ [math.cos(yaw) * n[0] - math.sin(yaw) * n[1],
+                               math.sin(yaw) * n[0] + math.cos(yaw) * n[1]])
+
+    return max(_WALLS, key=facing)
+
+
 def auto_marker_map(scene: SceneSpec, dictionary: DictionaryName = "4x4_50",
                     max_size: float = 0.05, first_id: int = 0) -> MarkerMap:
-    """One marker on the top face of every entity whose top is solid (not an open
-    container), as large as fits (at most `max_size`), ids in entity order: what a lab
-    would stick on; used when a scene has no hand-made map."""
+    """What a lab would stick on, measured to be seen by the front or wrist camera in the
+    LIBERO-10 scenes; used when a scene has no hand-made map. Ids in entity order:
+
+    - a solid-topped entity: one marker on its top face, as large as fits (<= `max_size`);
+    - an open container (bowl, basket, caddy): on the outer side wall that faces the front
+      camera (its top is only a rim), and on its inner floor for a camera above (what it
+      holds may cover that one);
+    - a moving part, in the part frame: the drawer on its front beside the handle and on a
+      tab jutting out level with the front's top edge (the front faces the robot, nearly
+      edge-on to a camera above it; the tab is seen from above, open or shut); the microwave
+      door on its outer face and on a flag above its top edge (seen from above at any opening);
+      the stove knob on a disc on its top, turning with it.
+    """
     out: list[MarkerSpec] = []
-    k = first_id
     cells = marker_cells(dictionary)
+
+    def add(e: EntitySpec, side: float, position: Vec3, rpy: Vec3 = (0.0, 0.0, 0.0),
+            part: str = "base") -> None:
+        out.append(MarkerSpec(id=first_id + len(out), entity=e.id, part=part,  # type: ignore[arg-type]
+                              size=side, position=position, rpy=rpy))
+
     for e in scene.entities:
-        if e.shape in ("bowl", "basket", "caddy"):
-            continue
         sx, sy, sz = e.size
-        # the plate carries a one-cell quiet zone: it must fit the top face
-        side = min(max_size, 0.9 * min(sx, sy) * cells / (cells + 2))
+        if e.shape in ("bowl", "basket", "caddy"):
+            normal, x_axis = _wall_toward(scene, e, "front")
+            width = abs(x_axis[0]) * sx + abs(x_axis[1]) * sy
+            side = fitting_side(width, sz, cells, max_size)
+            if side >= 0.015:
+                add(e, side, (normal[0] * (sx / 2 + PLATE_THICKNESS),
+                             normal[1] * (sy / 2 + PLATE_THICKNESS), 0.0),
+                    axes_rpy(x_axis, normal))
+            # and on the inner floor, for a camera above (the wrist): a caddy's in the
+            # compartment nearest the robot (its divider splits it along x)
+            wall = container_wall(e.shape)
+            inner_x = (sx / 2 - 1.5 * wall) if e.shape == "caddy" else sx - 2 * wall
+            # a camera up to ~25 deg off the vertical sees the walls hide a band of the floor
+            # as wide as half their height: the plate fits inside what stays in view
+            hidden = 0.5 * (sz - wall)
+            side = fitting_side(inner_x - hidden, sy - 2 * wall - hidden, cells, max_size)
+            if side >= 0.015:
+                add(e, side, (-sx / 4 if e.shape == "caddy" else 0.0, 0.0,
+                             -sz / 2 + wall + PLATE_THICKNESS))
+            continue
+        side = fitting_side(sx, sy, cells, max_size)
         if side < 0.015:
             continue
         x, y = 0.0, 0.0
         if e.shape == "stove":  # the burner covers the middle: the back-right corner
             side = min(side, 0.05)
             x, y = sx / 2 - side, -sy / 2 + side
-        out.append(MarkerSpec(id=k, entity=e.id, size=round(side, 4),
-                              position=(x, y, sz / 2)))
-        k += 1
+        add(e, side, (x, y, sz / 2 + PLATE_THICKNESS))
+        if e.shape in ARTICULATED:
+            for spec in _part_markers(e, cells, max_size):
+                add(e, *spec)
     return MarkerMap(dictionary=dictionary, markers=out)
+
+
+def _part_markers(e: EntitySpec, cells: int, max_size: float
+                  ) -> list[tuple[float, Vec3, Vec3, str]]:
+    """(size, position, rpy, part) of the markers on an articulated entity's moving part."""
+    part = ARTICULATED[e.shape]
+    front: Vec3 = axes_rpy((0.0, -1.0, 0.0), (-1.0, 0.0, 0.0))  # on a face looking along -x
+    if part == "drawer":
+        dx, dy, dz = drawer_half(e)
+        # beside the handle (which spans |y| < 0.05 at mid height)
+        side = fitting_side(dy - 0.05, 2 * dz, cells, max_size)
+        half = plate_half(side, cells)
+        tab = fitting_side(2 * dy, 2 * dz, cells, min(max_size, 0.04))
+        tab_half = plate_half(tab, cells)
+        return [(side, (-dx - PLATE_THICKNESS, -(0.05 + half + 0.003), 0.0), front, part),
+                # level with the front's top edge, on the other side of the handle, on a
+                # bracket reaching past the cabinet's upper handle: seen from above when shut
+                (tab, (-dx - 0.02 - tab_half, 0.05 + tab_half + 0.003, dz + PLATE_THICKNESS),
+                 (0.0, 0.0, 0.0), part)]
+    if part == "door":
+        (cx, cy, cz), (hx, hy, hz) = door_panel(e)
+        side = fitting_side(2 * hy, 2 * hz, cells, max_size)
+        half = plate_half(side, cells)
+        # the flag rides just above the cabinet top (the door's top edge is a little lower),
+        # outside the outer face, so that it clears the body when the door is shut
+        top = e.size[2] / 2 + 0.0005 + PLATE_THICKNESS
+        return [(side, (cx - hx - PLATE_THICKNESS, cy, cz), front, part),
+                (side, (cx + hx - half, cy, top), (0.0, 0.0, 0.0), part)]
+    side = max_size  # a disc wider than the knob: visual only, the larger the surer its turn
+    return [(side, (0.0, 0.0, KNOB_HALF + 0.003 + PLATE_THICKNESS), (0.0, 0.0, 0.0), part)]

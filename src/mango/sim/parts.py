@@ -26,6 +26,11 @@ PART_JOINT: dict[str, tuple[str, tuple[float, float, float]]] = {
 }
 
 
+def container_wall(shape: str) -> float:
+    """Wall (and floor) thickness of an open container: a bowl is thicker-walled."""
+    return 0.008 if shape == "bowl" else 0.006
+
+
 def knob_local(e: EntitySpec) -> tuple[float, float, float]:
     """Stove knob centre in the stove frame (front-right corner of the top)."""
     sx, sy, sz = e.size
@@ -37,6 +42,19 @@ def drawer_local(e: EntitySpec) -> tuple[float, float, float]:
     _, _, sz = e.size
     dz = sz * DRAWER_FRAC / 2
     return (0.0, 0.0, -sz / 2 + WALL + dz + 0.002)
+
+
+def drawer_half(e: EntitySpec) -> tuple[float, float, float]:
+    """Half extents of the bottom drawer's box in its part frame (its front faces -x)."""
+    sx, sy, sz = e.size
+    return (sx / 2 - WALL - 0.002, sy / 2 - WALL - 0.003, sz * DRAWER_FRAC / 2)
+
+
+def door_panel(e: EntitySpec) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """Microwave door panel in its part frame: centre and half extents. Its outer face is -x;
+    a gap below it clears the table (a door rubbing on it would hardly turn)."""
+    _, sy, sz = e.size
+    return (0.0, sy / 2, 0.004), (WALL / 2, sy / 2, sz / 2 - 0.006)
 
 
 def drawer_handle_local(e: EntitySpec, q: float) -> tuple[float, float, float]:
