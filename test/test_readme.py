@@ -157,6 +157,17 @@ def _check_gazebo_launch() -> None:
     assert control["parameters"]["backend"] == "franka_ros2"
 
 
+def _check_fr3_launch() -> None:
+    # the launch file starts config/stacks/fr3.yaml; the README's files are its parameters
+    assert "stack_launch_description(\"fr3\")" in (ROOT / "launch" / "fr3.launch.py").read_text()
+    stack = yaml.safe_load((ROOT / "config" / "stacks" / "fr3.yaml").read_text())
+    nodes = {n["name"]: n["parameters"] for n in stack["nodes"]}
+    assert {"perception_node", "world_state_node", "oracle_node"} <= nodes.keys()
+    for key in ("scene", "markers", "extrinsics"):
+        path = Path(str(nodes["world_state_node"][key]).replace("$(share)", str(ROOT)))
+        assert path.is_file(), path
+
+
 SOUP = "config/oracles/libero10_soup_sauce_basket.json"
 SOUP_TRACE = "config/traces/soup_sauce_basket_pass.jsonl"
 STOVE = "config/oracles/libero10_stove_moka.json"
@@ -290,6 +301,17 @@ WALK: dict[str, tuple[Step, ...]] = {
     '[gz_args:="-r -s"]': (
         NotHere("needs a system ROS 2 with gz-sim, franka_ros2 and ros_gz; the launch file is "
                 "run with stand-ins in test/bringup/test_stacks.py", _check_gazebo_launch),),
+    "mango perception markers --ids 0-4 --size-mm 50 -o sheet.pdf": (
+        Run("mango perception markers --ids 0-4 --size-mm 50 -o sheet.pdf",
+            expect=("300 DPI",)),),
+    "ros2 launch mango_ros fr3.launch.py robot_ip:=172.16.0.2": (
+        NotHere("needs a system ROS 2 with franka_ros2 and an FR3; the launch file is run with "
+                "stand-ins in test/bringup/test_stacks.py", _check_fr3_launch),),
+    "mango bringup sim_estimated": (
+        Start("sim_estimated", "mango bringup sim_estimated",
+              ready=("estimating scene libero10_mugs_plates", "[oracle_node]")),
+        Stop("sim_estimated"),
+    ),
     'mkdir -p ~/ws/src && ln -s "$PWD" ~/ws/src/mango_ros && cd ~/ws': (
         NotHere("the colcon workspace of a system ROS 2 (none here)", _check_ament_package),),
     "colcon build --packages-select mango_ros && . install/setup.bash": (

@@ -16,6 +16,7 @@ CASES = [
     ("oracle_node", "world_state_topic:=a b", "Invalid topic name"),
     ("sim_node", "state_rate:=0.0", "parameter 'state_rate' must be between 0.01 and 1000"),
     ("sim_node", "image_width:=3", "parameter 'image_width' must be between 16 and 4096"),
+    ("sim_node", "markers:=/no/markers.yaml", "/no/markers.yaml"),
     ("franka_control_node", "backend:=magic", "parameter 'backend' must be one of sim"),
     ("franka_control_node", "control_rate:=.nan", "parameter 'control_rate': expected a finite"),
     ("vla_node", "port:=99999", "parameter 'port' must be a port number"),
@@ -25,6 +26,9 @@ CASES = [
     ("perception_node", "backend:=magic", "unknown perception backend 'magic'"),
     ("perception_node", "publish_rate:=-1.0", "parameter 'publish_rate' must be 0 (off) or"),
     ("perception_node", "extrinsics:=/no/such.yaml", "/no/such.yaml"),
+    ("world_state_node", "rate:=0.0", "parameter 'rate' must be between 0.01 and 1000"),
+    ("world_state_node", "cameras:=['front']", "parameter 'scene' is required"),
+    ("world_state_node", "stale_after:=-1.0", "parameter 'stale_after' must be positive"),
 ]
 
 

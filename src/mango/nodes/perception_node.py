@@ -18,29 +18,20 @@ from __future__ import annotations
 import dataclasses
 import threading
 from pathlib import Path
-from typing import Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
-from sensor_msgs.msg import CameraInfo, Image, JointState
-from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
-from mango.control.kinematics import FR3Kinematics
-from mango.control.robot import load_robot
-from mango.control.robot_state import FrameTransform
+from mango.nodes.camera_inputs import CameraInputs
 from mango.nodes.common import declare_parameters, latched_qos, one_line, rate_param, run_node
 from mango.perception.base import (
     DetectResult,
-    Intrinsics,
     PerceptionBackend,
     PerceptionConfig,
     PerceptionError,
-    RGBDFrame,
 )
-from mango.perception.frames import FrameAssembler
-from mango.perception.poses import Extrinsics, FrameTree, load_extrinsics
+from mango.perception.poses import Extrinsics, load_extrinsics
 from mango.perception.registry import backend_entry, make_backend
 from mango.ros.detection_msg import (
     detection_markers,
@@ -48,15 +39,10 @@ from mango.ros.detection_msg import (
     detections_msg,
     unmatched_reasons,
 )
-from mango.ros.images import image_to_numpy
 from mango.ros.world_state_msg import WORLD_FRAME
 from mango.sim.scene import as_scene
 from mango_ros.msg import Detections, SegmentationLabels
 from mango_ros.srv import Detect
-
-
-def _seconds(stamp: Any) -> float:
-    return stamp.sec + stamp.nanosec * 1e-9
 
 
 class PerceptionNode(Node):
@@ -80,46 +66,24 @@ class PerceptionNode(Node):
             weights=Path(p["weights"]) if p["weights"] else None,
             score_threshold=float(p["score_threshold"]),
             options={"markers": p["markers"]} if p["markers"] else {})
-        self._lock = threading.Lock()  # backend + the frames' state
+        self._lock = threading.Lock()  # the backend and the labels
         self._backend: PerceptionBackend | None = None
         self._backend_scene: str | None = None
         self._scene = str(p["scene"])
         self._seg_ids: tuple[str, ...] = ()
         if self._scene or not self.entry.needs_scene:
             self._backend = self._make(self._scene)
-        self.extrinsics: Extrinsics | None = (
+        extrinsics: Extrinsics | None = (
             load_extrinsics(p["extrinsics"]) if p["extrinsics"] else None)
-        robot = load_robot(p["robot"]) if self.extrinsics else None
-        self.joint_names = robot.joint_names if robot else ()
-        self.kinematics = FR3Kinematics(robot) if robot else None
-        self._joints: dict[str, float] = {}
-        self.tree = FrameTree()
-        self.frames = {c: FrameAssembler() for c in self.cameras}
-        self.infos: dict[str, CameraInfo] = {}
-
         sensors = MutuallyExclusiveCallbackGroup()
-        for cam in self.cameras:
-            for kind, topic in (("rgb", "image_raw"), ("depth", "depth"),
-                                *((("segmentation", "segmentation"),)
-                                  if self.entry.privileged else ())):
-                self.create_subscription(
-                    Image, f"camera/{cam}/{topic}",
-                    lambda m, c=cam, k=kind: self._on_image(c, k, m),
-                    qos_profile_sensor_data, callback_group=sensors)
-            self.create_subscription(CameraInfo, f"camera/{cam}/camera_info",
-                                     lambda m, c=cam: self.infos.__setitem__(c, m),
-                                     qos_profile_sensor_data, callback_group=sensors)
+        self.required = ("depth", "segmentation") if self.entry.privileged else ("depth",)
+        self.inputs = CameraInputs(
+            self, self.cameras, kinds=("rgb", *self.required), extrinsics=extrinsics,
+            world_frame=self.world_frame, robot=str(p["robot"]), callback_group=sensors,
+            required=self.required)
         if self.entry.privileged:
             self.create_subscription(SegmentationLabels, "camera/segmentation_labels",
                                      self._on_labels, latched_qos(1), callback_group=sensors)
-        if self.extrinsics is None:
-            self.create_subscription(TFMessage, "tf", lambda m: self._on_tf(m, False), 100,
-                                     callback_group=sensors)
-            self.create_subscription(TFMessage, "tf_static", lambda m: self._on_tf(m, True),
-                                     latched_qos(100), callback_group=sensors)
-        else:
-            self.create_subscription(JointState, "joint_states", self._on_joints, 10,
-                                     callback_group=sensors)
         self.det_pub = self.create_publisher(Detections, "detections", 10)
         self.marker_pub = self.create_publisher(MarkerArray, "detection_markers", 10)
         self.create_service(Detect, "~/detect", self._on_detect,
@@ -137,83 +101,19 @@ class PerceptionNode(Node):
         self._backend_scene = scene
         return make_backend(cfg)
 
-    def _on_image(self, camera: str, kind: str, msg: Image) -> None:
-        with self._lock:
-            self.frames[camera].add(kind, _seconds(msg.header.stamp), msg)
-
     def _on_labels(self, msg: SegmentationLabels) -> None:
         with self._lock:
             self._seg_ids = tuple(msg.ids)
             self._scene = msg.scene
 
-    def _on_tf(self, msg: TFMessage, static: bool) -> None:
-        items = [FrameTransform(t.header.frame_id, t.child_frame_id,
-                                (t.transform.translation.x, t.transform.translation.y,
-                                 t.transform.translation.z),
-                                (t.transform.rotation.w, t.transform.rotation.x,
-                                 t.transform.rotation.y, t.transform.rotation.z))
-                 for t in msg.transforms]
-        stamp = None if static or not msg.transforms else _seconds(msg.transforms[0].header.stamp)
-        with self._lock:
-            self.tree.update(items, stamp)
-
-    def _on_joints(self, msg: JointState) -> None:
-        with self._lock:
-            self._joints.update(zip(msg.name, msg.position, strict=False))
-
     # ------------------------------------------------------------------ detecting
-
-    def _frame(self, camera: str) -> tuple[RGBDFrame | None, str | None]:
-        """The camera's newest complete frame, or why there is none."""
-        if camera not in self.frames:
-            return None, f"unknown camera '{camera}' (this node has: {', '.join(self.cameras)})"
-        required = ("depth", "segmentation") if self.entry.privileged else ("depth",)
-        assembler = self.frames[camera]
-        got = assembler.latest(required)
-        if got is None:
-            missing = [k for k in required if not assembler.has(k)]
-            return None, (f"camera '{camera}': no {' or '.join(missing)} image received yet"
-                          if missing else f"camera '{camera}': no depth and segmentation "
-                          "of the same instant yet")
-        stamp, msgs = got
-        info = self.infos.get(camera)
-        intr = None
-        if info is not None:
-            try:
-                intr = Intrinsics.from_k(info.width, info.height, list(info.k))
-            except PerceptionError:
-                intr = None  # an uncalibrated CameraInfo (K zero) is no CameraInfo
-        depth = image_to_numpy(msgs["depth"]).astype("float32")
-        if msgs["depth"].encoding in ("16UC1", "mono16"):
-            depth = depth / 1000.0  # REP 118: integer depth is millimetres
-            depth[depth == 0] = float("nan")
-        seg, ids = None, ()
-        if "segmentation" in msgs:
-            seg = image_to_numpy(msgs["segmentation"]).astype("int32") - 1
-            ids = self._seg_ids
-        rgb = image_to_numpy(msgs["rgb"])[..., :3] if "rgb" in msgs else None
-        return RGBDFrame(camera=camera, rgb=rgb, depth=depth, intrinsics=intr,
-                         pose=self._pose(camera, stamp), stamp=stamp, segmentation=seg,
-                         segmentation_ids=ids), None
-
-    def _pose(self, camera: str, stamp: float) -> Any:
-        if self.extrinsics is None:
-            return self.tree.camera_pose(self.world_frame, f"{camera}_camera", stamp)
-        if camera not in self.extrinsics.cameras:
-            return None
-        joints = None
-        if self.extrinsics.carried(camera):
-            if not all(n in self._joints for n in self.joint_names):
-                return None  # no joint_states yet: the frame says "no pose"
-            joints = [self._joints[n] for n in self.joint_names]
-        return self.extrinsics.camera_pose(camera, self.kinematics, joints)
 
     def detect(self, phrases: list[str], camera: str, max_results: int
                ) -> tuple[DetectResult, str | None, float]:
         """(result, why nothing could be tried or None, stamp): never raises."""
         try:
             with self._lock:
-                frame, why = self._frame(camera)
+                frame, why = self.inputs.frame(camera, segmentation_ids=self._seg_ids)
                 if frame is None:
                     return DetectResult((), tuple(phrases), (why or "",)), why, 0.0
                 if self.entry.needs_scene and self._scene and (

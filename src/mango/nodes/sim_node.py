@@ -14,8 +14,12 @@ With `segmentation` on, each camera also gives `camera/<name>/segmentation` (16U
 same render as its depth: entity ids[v - 1], 0 background) and the latched
 `camera/segmentation_labels` says what the values mean (the privileged input of the `sim`
 perception backend).
+`markers` renders fiducial plates on the entities (what a lab sticks on, read by the `aruco`
+perception backend and `world_state_node`): "" none (the default: scenes look as without),
+`auto` the scene's own map (`mango.sim.markers.auto_marker_map`, made again for a new scene
+on reset), or a marker map YAML.
 Parameters: `scene`, `seed`, `joint_names`, `state_rate`, `camera_rate`, `cameras`,
-`image_width`, `image_height`, `real_time_factor`, `base_frame`, `segmentation`.
+`image_width`, `image_height`, `real_time_factor`, `base_frame`, `segmentation`, `markers`.
 """
 
 from __future__ import annotations
@@ -45,14 +49,16 @@ from mango.ros.world_state_msg import WORLD_FRAME, stamp_from_seconds, state_to_
 from mango.sim.env import SimEnv
 from mango.sim.expert.policy import ExpertPolicy
 from mango.sim.faults import parse_fault
+from mango.sim.markers import auto_marker_map, load_marker_map
 from mango.sim.runner import make_labels
-from mango.sim.scene import FR3_JOINTS
+from mango.sim.scene import FR3_JOINTS, as_scene
 from mango_ros.msg import SegmentationLabels
 from mango_ros.msg import WorldState as WorldStateMsg
 from mango_ros.srv import ResetScene, RunExpert
 
 GRIPPER = "gripper"
 FINGER_JOINTS = ("fr3_finger_joint1", "fr3_finger_joint2")
+AUTO_MARKERS = "auto"  # the `markers` value for the scene's own marker map
 
 
 @dataclass
@@ -78,7 +84,7 @@ class SimNode(Node):
             "cameras": ["front", "wrist"], "image_width": size, "image_height": size,
             "real_time_factor": Param(1.0, lambda v: 0 <= v <= 100,
                                       "0 (as fast as possible) to 100"),
-            "base_frame": "base", "segmentation": False})
+            "base_frame": "base", "segmentation": False, "markers": ""})
         self.joint_names = tuple(p["joint_names"])
         self.cameras = tuple(c for c in p["cameras"] if c)
         self.image_size = (int(p["image_width"]), int(p["image_height"]))
@@ -88,6 +94,9 @@ class SimNode(Node):
         self.base_frame = str(p["base_frame"])
         self.seed = int(p["seed"])
         self.segmentation = bool(p["segmentation"])
+        self.markers = str(p["markers"]).strip()
+        self._marker_file = (load_marker_map(self.markers)
+                             if self.markers not in ("", AUTO_MARKERS) else None)
         self.env = self._make_env(p["scene"], self.seed)
 
         self.js_pub = self.create_publisher(JointState, "joint_states", 10)
@@ -127,8 +136,14 @@ class SimNode(Node):
             f"scene {self.env.scene.name} (seed {p['seed']}): {self.env.scene.instruction}")
 
     def _make_env(self, scene: str, seed: int) -> SimEnv:
-        return SimEnv(scene, seed=seed, cameras=self.cameras, image_size=self.image_size,
-                      joint_names=self.joint_names)
+        spec = as_scene(scene)
+        markers = self._marker_file
+        if self.markers == AUTO_MARKERS:
+            markers = auto_marker_map(spec)
+        elif markers is not None:
+            markers.check_scene(spec, file=self.markers)
+        return SimEnv(spec, seed=seed, cameras=self.cameras, image_size=self.image_size,
+                      joint_names=self.joint_names, markers=markers)
 
     def _frames(self, fixed: bool) -> list[FrameTransform]:
         """world -> the base (fixed) and world -> each camera fixed in the world, or carried."""
