@@ -56,7 +56,7 @@ def parse_destination(text: str) -> PlaceRequest:
         sorted(map(re.escape, _SIDES), key=len, reverse=True)) + r") (?P<np>.+)", t)
     if m:
         return PlaceRequest("next_to", m["np"], _SIDES[m["rel"]], text)
-    m = re.fullmatch(r"(?P<rel>in|into|inside|on|onto|on top of) (?P<np>.+)", t)
+    m = re.fullmatch(r"(?P<rel>on top of|onto|on|into|inside|in) (?P<np>.+)", t)
     if m:
         kind: PlaceKind = "in" if m["rel"] in ("in", "into", "inside") else "on"
         return PlaceRequest(kind, m["np"], text=text)
@@ -196,12 +196,16 @@ class OccupancyGrid:
     def side_mask(self, side: Side,
                   box: tuple[float, float, float, float] | None) -> np.ndarray:
         """Cells on `side` of the box as the robot sees it: its base sits at -x looking +x,
-        so left is +y (the oracle's default `left_axis`) and front is toward the base."""
+        so left is +y (the oracle's default `left_axis`) and front is toward the base. A cell
+        is on a side when it lies beyond that face and within the box's extent along it
+        (straight to the left, not diagonally)."""
         if side == "any" or box is None:
             return np.ones(self.x.shape, bool)
         x0, y0, x1, y1 = box
-        return {"left": self.y > y1, "right": self.y < y0,
-                "front": self.x < x0, "behind": self.x > x1}[side]
+        along_x = (self.x >= x0) & (self.x <= x1)
+        along_y = (self.y >= y0) & (self.y <= y1)
+        return {"left": (self.y > y1) & along_x, "right": (self.y < y0) & along_x,
+                "front": (self.x < x0) & along_y, "behind": (self.x > x1) & along_y}[side]
 
 
 def empty_space_target(area: TableArea, obstacles: Sequence[Detection], held_radius: float,

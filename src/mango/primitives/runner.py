@@ -71,7 +71,7 @@ class PlaceOutcome:
 class SimPrimitives:
     """Grasp/place primitives on a `SimEnv`, seeing through one camera with one backend.
 
-    `on_state` gets every world state after a chunk (a trace writer)."""
+    `on_state` gets the world state after every control step (a trace writer)."""
 
     def __init__(self, env: SimEnv, backend: PerceptionBackend, camera: str = "front", *,
                  privileged: bool = True,
@@ -109,8 +109,12 @@ class SimPrimitives:
         if rows:
             self.width_cmd = float(rows[-1][7])
         for chunk in to_chunks(rows):
-            state = self.env.step_chunk(chunk)
-            if self.on_state is not None:
+            if self.on_state is None:
+                state = self.env.step_chunk(chunk)
+                continue
+            for row in chunk:  # a trace gets every control step (15 Hz, as `sim run`)
+                self.env.step(row)
+                state = self.env.world_state()
                 self.on_state(state)
         return state
 
@@ -274,11 +278,11 @@ class SimPrimitives:
         state = self.env.world_state()
         view = StateView(state, Thresholds())
         dest = target.entity_id
-        if req.kind == "in" and dest is not None:
+        if req.kind in ("in", "on") and dest is not None:
+            # a container's or a fixture's working region when it has one (the basket's
+            # inside, the stove's cooking area), as the scene's goals name them
             region = next((r.id for r in self.env.scene.regions if r.parent == dest), dest)
-            return p_in(view, held, region)
-        if req.kind == "on" and dest is not None:
-            return p_on(view, held, dest)
+            return (p_in if req.kind == "in" else p_on)(view, held, region)
         if req.kind in ("in", "on"):
             return None
         pos = state.objects[held].position
