@@ -19,7 +19,8 @@ from typing import Literal
 import numpy as np
 
 from mango.errors import InputError
-from mango.perception.base import Detection
+from mango.perception.base import Detection, RGBDFrame
+from mango.perception.geometry import back_project, to_world
 
 GRIPPER_OPEN = 0.08  # m, the Franka Hand's full opening
 FINGERTIP = 0.008  # m, pad bottoms below the TCP (as the sim's hand: sim.expert.arm)
@@ -115,8 +116,11 @@ def plan_grasp(det: Detection) -> GraspPlan:
     # footprint is round (then any direction; keep the major axis' normal)
     opening = det.yaw + math.pi / 2
     grasp = np.array([cx, cy, z])
+    # the opening from the world box, which bounds the narrow side from above whatever the
+    # shape (the recovered `minor` assumes a rectangle: a mug's handle fools it)
+    opening_width = min(GRIPPER_OPEN, min(det.size[0], det.size[1]) + GRIP_MARGIN)
     return GraspPlan(det.entity_id, grasp, grasp + np.array([0.0, 0.0, PRE_GRASP]),
-                     opening, min(GRIPPER_OPEN, minor + GRIP_MARGIN), minor, bottom)
+                     opening, opening_width, minor, bottom)
 
 
 @dataclass(frozen=True)
@@ -138,10 +142,26 @@ def container_target(det: Detection, floor: float = 0.012) -> PlaceTarget:
     return PlaceTarget(np.array([cx, cy]), cz - det.size[2] / 2 + floor, det.entity_id)
 
 
-def surface_target(det: Detection) -> PlaceTarget:
-    """On a surface or object: over its centre, the support its top."""
+def surface_target(det: Detection, frame: RGBDFrame | None = None) -> PlaceTarget:
+    """On a surface or object: over its centre, the support the surface's height there
+    (`surface_height`), or its box top without depth."""
     cx, cy, cz = det.centroid
-    return PlaceTarget(np.array([cx, cy]), cz + det.size[2] / 2, det.entity_id)
+    top = surface_height(det, frame, (cx, cy), 0.0, 0.04) if frame is not None else None
+    return PlaceTarget(np.array([cx, cy]), cz + det.size[2] / 2 if top is None else top,
+                       det.entity_id)
+
+
+def surface_height(det: Detection, frame: RGBDFrame, xy: Sequence[float], inner: float,
+                   outer: float) -> float | None:
+    """Median height of the detection's depth points between `inner` and `outer` (m) of
+    `xy`: the surface an object stands on there. A box's top is its highest part (a stove's
+    knobs and rim, 5 cm above its plate); None without a mask, depth or points there."""
+    if det.mask is None or frame.depth is None or frame.intrinsics is None or frame.pose is None:
+        return None
+    pts = to_world(back_project(frame.depth, frame.intrinsics, det.mask), frame.pose)
+    d = np.hypot(pts[:, 0] - xy[0], pts[:, 1] - xy[1])
+    near = pts[(d >= inner) & (d <= outer), 2]
+    return float(np.median(near)) if near.size >= 20 else None
 
 
 @dataclass(frozen=True)

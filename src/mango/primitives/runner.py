@@ -21,7 +21,7 @@ from mango.control.robot import load_robot
 from mango.errors import UnreachableError
 from mango.oracle.predicates import StateView, Thresholds, p_grasped, p_in, p_on
 from mango.oracle.world_state import EntityState, WorldState
-from mango.perception.base import Detection, PerceptionBackend
+from mango.perception.base import Detection, PerceptionBackend, RGBDFrame
 from mango.perception.sim_frames import sim_frame
 from mango.primitives.motion import WorldFrameIK, to_chunks
 from mango.primitives.planning import (
@@ -33,6 +33,7 @@ from mango.primitives.planning import (
     empty_space_target,
     footprint_extents,
     plan_grasp,
+    surface_height,
     surface_target,
 )
 from mango.sim.env import SimEnv
@@ -86,6 +87,8 @@ class SimPrimitives:
         self.held: GraspOutcome | None = None
         # the commanded opening (the measured one is smaller when the fingers squeeze)
         self.width_cmd = GRIPPER_OPEN
+        self.last_frame: RGBDFrame | None = None  # what the last detection saw
+        self.held_detection: Detection | None = None  # the held object before its grasp
 
     # ----------------------------------------------------------------- perception
     def detect(self, phrases: list[str]) -> tuple[dict[str, Detection], dict[str, str]]:
@@ -93,6 +96,7 @@ class SimPrimitives:
         frame = sim_frame(self.env, self.camera)
         if not self.privileged:
             frame = frame.without_privileged()
+        self.last_frame = frame
         res = self.backend.detect(frame, phrases, 1)
         found = {p: res.for_phrase(p)[0] for p in phrases if res.for_phrase(p)}
         why = {p: next((m for m in res.messages if p in m), "nothing matched")
@@ -200,7 +204,7 @@ class SimPrimitives:
             return container_target(anchor), anchor
         if req.kind == "on":
             assert anchor is not None
-            return surface_target(anchor), anchor
+            return surface_target(anchor, self.last_frame), anchor
         phrases = self._obstacle_phrases(held.entity_id)
         found, _ = self.detect(phrases)
         obstacles = [d for d in found.values() if d.entity_id != held.entity_id]
@@ -215,6 +219,7 @@ class SimPrimitives:
         held = self.held
         if held is None or not held.grasped:
             return PlaceOutcome("rejected", None, False, "nothing is held: grasp first")
+        self.held_detection = held.detection
         try:
             target, anchor = self._target(req, held)
         except (LookupError, ValueError) as exc:
@@ -256,12 +261,30 @@ class SimPrimitives:
         obj = found.get(phrase)
         if obj is None:
             return False, f": '{phrase}' not seen after the release"
-        objects = {"held": _entity(obj)}
+        # a container's wall or the anchor may hide the object's lower part now: its height
+        # is the one seen before the grasp (rigid), its top the one seen now
+        before = self.held_detection
+        height = max(obj.size[2], before.size[2] if before is not None else 0.0)
+        top = obj.centroid[2] + obj.size[2] / 2
+        objects = {"held": EntityState(position=(obj.centroid[0], obj.centroid[1],
+                                                 top - height / 2),
+                                       size=(obj.size[0], obj.size[1], height),
+                                       orientation=(1.0, 0.0, 0.0, 0.0))}
         if req.kind in ("in", "on"):
             dest = found.get(req.anchor or "", anchor)
             if dest is None:
                 return False, f": '{req.anchor}' not seen after the release"
             objects["dest"] = _entity(dest)
+            if req.kind == "on" and self.last_frame is not None:
+                # judged against the surface around the object, not the box's highest part
+                r = max(obj.size[0], obj.size[1]) / 2
+                level = surface_height(dest, self.last_frame, obj.centroid[:2], r, r + 0.05)
+                if level is not None:
+                    bottom = dest.centroid[2] - dest.size[2] / 2
+                    objects["dest"] = EntityState(
+                        position=(dest.centroid[0], dest.centroid[1], (bottom + level) / 2),
+                        size=(dest.size[0], dest.size[1], max(level - bottom, 1e-3)),
+                        orientation=(1.0, 0.0, 0.0, 0.0))
             view = StateView(WorldState(t=self.env.time, objects=objects), Thresholds())
             return (p_in if req.kind == "in" else p_on)(view, "held", "dest"), ""
         area = self._area()
