@@ -23,7 +23,7 @@ from report import print_table
 
 def _phrase(scene, eid: str) -> str:
     e = scene.entity(eid)
-    return e.description or eid.rsplit("_", 1)[0].replace("_", " ")
+    return "the " + (e.description or eid.rsplit("_", 1)[0].replace("_", " "))
 
 
 def _destination_entity(scene, target: str) -> str | None:
@@ -96,9 +96,9 @@ def main() -> None:
         try:
             for seed in range(args.start, args.start + args.seeds):
                 for obj, phrase, rel, dest in _cases(sc):
-                    kinds = [("rel", f"{rel} the {dest}" if dest else None)]
+                    kinds = [("rel", f"{rel} {dest}" if dest else None)]
                     if not args.no_empty and dest:
-                        kinds.append(("next_to", f"empty space next to the {dest}"))
+                        kinds.append(("next_to", f"empty space next to {dest}"))
                     for kind, text in kinds:
                         env.reset(seed)
                         prims = SimPrimitives(env, be, privileged=entry.privileged)

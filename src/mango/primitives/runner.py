@@ -247,12 +247,23 @@ class SimPrimitives:
         self.held = None
         phrase = object_phrase or (held.detection.phrase if held.detection else "")
         satisfied, why = self._judge_perceived(req, phrase, anchor, target)
-        truth = self._judge_truth(req, held.entity_id, target)
+        truth = self._judge_truth(req, held.entity_id, target.entity_id
+                                  or self._entity_at(anchor), target)
         msg = (f"released at {np.round(hand, 3).tolist()}; '{req.text}' "
                f"{'holds' if satisfied else 'does not hold'} (perceived{why})")
         return PlaceOutcome("succeeded" if satisfied else "failed",
                             [round(float(v), 4) for v in hand], satisfied, msg, truth,
-                            target.entity_id)
+                            target.entity_id or self._entity_at(anchor))
+
+    def _entity_at(self, det: Detection | None) -> str | None:
+        """The scene entity whose centre is nearest a detection (backends that know no ids:
+        only for the truth column, never for planning)."""
+        if det is None:
+            return None
+        st = self.env.world_state()
+        ids = [e.id for e in self.env.scene.entities]
+        return min(ids, key=lambda i: float(np.hypot(*np.subtract(
+            st.objects[i].position[:2], det.centroid[:2]))))
 
     def _judge_perceived(self, req: PlaceRequest, phrase: str, anchor: Detection | None,
                          target: PlaceTarget) -> tuple[bool, str]:
@@ -294,13 +305,12 @@ class SimPrimitives:
         off = float(np.hypot(obj.centroid[0] - target.xy[0], obj.centroid[1] - target.xy[1]))
         return p_on(view, "held", "table") and off < 0.05, f", {off * 100:.1f} cm from the spot"
 
-    def _judge_truth(self, req: PlaceRequest, held: str | None,
+    def _judge_truth(self, req: PlaceRequest, held: str | None, dest: str | None,
                      target: PlaceTarget) -> bool | None:
         if held is None:
             return None
         state = self.env.world_state()
         view = StateView(state, Thresholds())
-        dest = target.entity_id
         if req.kind in ("in", "on") and dest is not None:
             # a container's or a fixture's working region when it has one (the basket's
             # inside, the stove's cooking area), as the scene's goals name them
