@@ -40,9 +40,9 @@ class WorldFrameIK:
         return self._bp + self._br @ p, mat_to_quat(self._br @ r)
 
     def solve(self, pos: Sequence[float], quat: Sequence[float],
-              seed: Sequence[float] | None = None, *, capped: bool = True) -> IKSolution:
+              seed: Sequence[float] | None = None) -> IKSolution:
         p, r = self.to_base(pos, quat)
-        return self.kin.ladder.solve(p, r, seed, max_jump=self.max_jump if capped else None)
+        return self.kin.ladder.solve(p, r, seed, max_jump=self.max_jump)
 
 
 def to_chunks(rows: Sequence[np.ndarray], size: int = CHUNK_ROWS) -> list[np.ndarray]:
