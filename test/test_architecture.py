@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
     {"llm"},  # model backends
     {"generation", "policy", "camera"},  # MANGO modules I-III; VLA policies; camera sources
     {"perception"},  # RGB-D -> detections; grounds phrases with generation's grounder
+    {"primitives"},  # grasp/place planned from detections, run and measured (no rclpy)
     {"ros"},  # core <-> ROS message adapters (no rclpy)
     {"stack"},  # stack files: which nodes, with which parameters
     {"bringup", "launch_support"},  # bringing a stack up as processes / from ros2 launch

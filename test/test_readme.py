@@ -233,6 +233,21 @@ WALK: dict[str, tuple[Step, ...]] = {
             '"a purple unicorn" --json', expect=('"entity_id": "akita_black_bowl_1"',
                                                 '"unmatched": ["a purple unicorn"]')),
     ),
+    'mango primitives pick-place --scene soup_sauce_basket --seed 0 "the alphabet soup" '
+    '"in the basket" --json': (
+        Run('mango primitives pick-place --scene soup_sauce_basket --seed 0 '
+            '"the alphabet soup" "in the basket" --json',
+            expect=('"entity_id": "alphabet_soup_1", "grasped": true', '"satisfied": true')),
+    ),
+    'mango primitives grasp --scene stove_moka "the moka pot"': (
+        Run('mango primitives grasp --scene stove_moka "the moka pot"',
+            expect=("grasp: succeeded - holding 'moka_pot_1'",)),
+    ),
+    'mango primitives place --scene mugs_plates --object "the white mug" '
+    '"empty space next to the left plate"': (
+        Run('mango primitives place --scene mugs_plates --object "the white mug" '
+            '"empty space next to the left plate"', expect=("place: succeeded",)),
+    ),
     "mango sim scenes": (Run("mango sim scenes", expect=("libero10_stove_moka",)),),
     "mango sim run --scene stove_moka --seed 3 [--fault drop@0.3] --trace out/t.jsonl "
     "[--video out/v.mp4]": (

@@ -38,6 +38,7 @@ _GROUPS: list[tuple[str, str | None]] = [
     ("mango.cli.demo", None),
     ("mango.cli.policy", "policy"),
     ("mango.cli.perception", "perception"),
+    ("mango.cli.primitives", "primitives"),
 ]
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
 
+from mango.control.ik import IKLadder, LadderSettings
 from mango.control.robot import RobotConfig
-from mango.errors import UnreachableError
-from mango.geometry import axis_angle_to_mat, mat_to_axis_angle, mat_to_quat, quat_to_mat
+from mango.geometry import axis_angle_to_mat, mat_to_quat, quat_to_mat
 
 
 class Kinematics(Protocol):
@@ -63,53 +64,61 @@ def fr3_joint_transform(joint: int, q: float) -> np.ndarray:
 
 
 class FR3Kinematics:
-    """The real FR3 + Franka Hand: DH forward kinematics, damped least-squares IK."""
+    """The real FR3 + Franka Hand: DH forward kinematics, the analytic geometric Jacobian and
+    the IK ladder (`mango.control.ik`) on them."""
 
-    def __init__(self, robot: RobotConfig) -> None:
+    def __init__(self, robot: RobotConfig, settings: LadderSettings | None = None) -> None:
         self.lower, self.upper = robot.lower, robot.upper
         tcp = np.eye(4)
         tcp[:3, :3] = axis_angle_to_mat([0.0, 0.0, _TCP_YAW])
         tcp[2, 3] = _FLANGE_D + _TCP_D
         self._tcp = tcp
+        self.ladder = IKLadder(self, np.asarray(robot.home, float),
+                               settings or LadderSettings())
 
-    def _transform(self, q: Sequence[float]) -> np.ndarray:
+    def _check(self, q: Sequence[float]) -> None:
         if len(q) != len(_FR3_DH):
             raise ValueError(f"FR3 kinematics needs {len(_FR3_DH)} joint values, got {len(q)}")
+
+    def _transform(self, q: Sequence[float]) -> np.ndarray:
+        self._check(q)
         t = np.eye(4)
         for joint, th in enumerate(q, start=1):
             t = t @ fr3_joint_transform(joint, th)
         return t @ self._tcp
+
+    def pose_matrix(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        t = self._transform(q)
+        return t[:3, 3].copy(), t[:3, :3].copy()
+
+    def pose_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """TCP pose and its geometric Jacobian: with Craig's convention joint i turns about
+        the z axis of frame i, through that frame's origin."""
+        self._check(q)
+        t = np.eye(4)
+        axes = np.empty((7, 3))
+        origins = np.empty((7, 3))
+        for joint, th in enumerate(q, start=1):
+            t = t @ fr3_joint_transform(joint, th)
+            axes[joint - 1] = t[:3, 2]
+            origins[joint - 1] = t[:3, 3]
+        t = t @ self._tcp
+        p = t[:3, 3]
+        jac = np.empty((6, 7))
+        jac[:3] = np.cross(axes, p - origins).T
+        jac[3:] = axes.T
+        return p.copy(), t[:3, :3].copy(), jac
 
     def fk(self, q: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
         t = self._transform(q)
         return t[:3, 3].copy(), mat_to_quat(t[:3, :3])
 
     def ik(self, pos: Sequence[float], quat: Sequence[float],
-           seed: Sequence[float], iters: int = 200) -> np.ndarray:
-        target_p, target_r = np.asarray(pos, float), quat_to_mat(quat)
-        q = np.clip(np.asarray(seed, float), self.lower, self.upper)
-        err = np.zeros(6)
-        for _ in range(iters):
-            t = self._transform(q)
-            err[:3] = target_p - t[:3, 3]
-            err[3:] = mat_to_axis_angle(target_r @ t[:3, :3].T)
-            if np.linalg.norm(err[:3]) < 1e-5 and np.linalg.norm(err[3:]) < 1e-4:
-                return q
-            jac = np.zeros((6, 7))
-            for j in range(7):  # numerical Jacobian: 7 extra FK calls, cheap in numpy
-                dq = q.copy()
-                dq[j] += 1e-6
-                tj = self._transform(dq)
-                jac[:3, j] = (tj[:3, 3] - t[:3, 3]) / 1e-6
-                jac[3:, j] = mat_to_axis_angle(tj[:3, :3] @ t[:3, :3].T) / 1e-6
-            step = jac.T @ np.linalg.solve(jac @ jac.T + 1e-4 * np.eye(6), err)
-            big = float(np.max(np.abs(step)))
-            if big > 0.2:
-                step *= 0.2 / big
-            q = np.clip(q + step, self.lower, self.upper)
-        pe, re = float(np.linalg.norm(err[:3])), float(np.linalg.norm(err[3:]))
-        if pe < 1e-3 and re < math.radians(1.0):
-            return q
-        raise UnreachableError(f"pose unreachable: position {np.round(target_p, 4).tolist()}, "
-                               f"best error {pe * 1000:.1f} mm, {math.degrees(re):.1f} deg")
-
+           seed: Sequence[float], iters: int | None = None, *,
+           max_jump: float | None = None) -> np.ndarray:
+        """The ladder's answer nearest `seed`'s branch; `iters` overrides the per-start
+        iteration cap, `max_jump` is the branch cap (see `IKLadder.solve`)."""
+        ladder = self.ladder
+        if iters is not None and iters != ladder.settings.iters:
+            ladder = IKLadder(self, ladder.reset, replace(ladder.settings, iters=iters))
+        return ladder.require(pos, quat_to_mat(quat), seed, max_jump=max_jump)

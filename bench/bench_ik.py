@@ -1,0 +1,55 @@
+"""Benchmark of the IK ladder on the real FR3's kinematics (`FR3Kinematics`, pure Python):
+solve rate and time per solve on reachable random poses (FK of random joints).
+
+Run: `python bench/bench_ik.py [--poses 1000]` (or `make bench`). Issue #15's goal: >= 99 %.
+Two draws are reported: joints uniform within 0.1 rad of the limits (as bench_sim's MuJoCo
+IK figure) and uniform over the whole range; the seed is the home pose, as for a first
+solve, and a nearby seed, as when following a path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from report import print_table
+
+
+def _run(n: int, margin: float, near: bool) -> tuple[float, float, float, float]:
+    from mango.control import FR3Kinematics, load_robot
+
+    robot = load_robot("fr3")
+    kin = FR3Kinematics(robot)
+    rng = np.random.default_rng(0)
+    home = np.asarray(robot.home, float)
+    times, ok, starts = [], 0, []
+    for _ in range(n):
+        q = rng.uniform(kin.lower + margin, kin.upper - margin)
+        pos, rot = kin.pose_matrix(q)
+        seed = q + rng.normal(0.0, 0.02, 7) if near else home
+        t0 = time.perf_counter()
+        sol = kin.ladder.solve(pos, rot, seed)
+        times.append(time.perf_counter() - t0)
+        ok += sol.ok
+        starts.append(sol.starts)
+    ms = np.asarray(times) * 1000
+    return ok / n, float(np.median(ms)), float(np.mean(ms)), float(np.mean(starts))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--poses", type=int, default=1000, help="random reachable poses per row")
+    args = ap.parse_args()
+    rows = []
+    for label, margin, near in (("home seed, joints 0.1 rad inside limits", 0.1, False),
+                                ("home seed, joints anywhere in range", 0.0, False),
+                                ("nearby seed (path following)", 0.1, True)):
+        rate, p50, mean, starts = _run(args.poses, margin, near)
+        rows.append((label, f"{rate:.1%}", f"{p50:.2f} ms", f"{mean:.2f} ms", f"{starts:.2f}"))
+    print_table(f"bench_ik (IK ladder on FR3Kinematics, {args.poses} poses per row; goal >= 99 %)",
+                ("poses", "solved", "p50 / solve", "mean / solve", "starts used"), rows)
+
+
+if __name__ == "__main__":
+    main()

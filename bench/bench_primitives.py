@@ -1,0 +1,153 @@
+"""Grasp and place primitives over the LIBERO-10 scenes (issue #15's figures).
+
+For every object the scene's expert plan moves, per seed: grasp it (perception-grounded,
+measured: width + finger contacts), then place it at the plan's destination phrased "in/on
+the <container/surface>" (measured: `in`/`on` on a fresh detection after release, and on the
+physics); then, from a fresh reset, the same grasp and "empty space next to <destination>".
+Also the grasp planning time (detection -> first chunk). Goals: grasp >= 90 %, in/on >= 85 %.
+
+Run: `python bench/bench_primitives.py [--seeds 10] [--perception sim|tabletop]
+[--scene S ...] [--json OUT]` (`make bench` runs 1 seed). Prints a table per scene.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+from report import print_table
+
+
+def _phrase(scene, eid: str) -> str:
+    e = scene.entity(eid)
+    return "the " + (e.description or eid.rsplit("_", 1)[0].replace("_", " "))
+
+
+def _destination_entity(scene, target: str) -> str | None:
+    region = next((r for r in scene.regions if r.id == target), None)
+    parent = region.parent if region is not None else target
+    return None if parent == scene.table.id else parent
+
+
+def _cases(scene) -> list[tuple[str, str, str, str | None]]:
+    """(object id, object phrase, relation, destination phrase or None)."""
+    out = []
+    for k in scene.expert:
+        if k.skill != "pick_place" or k.obj is None or k.target is None:
+            continue
+        dest = _destination_entity(scene, k.target)
+        out.append((k.obj, _phrase(scene, k.obj), k.relation,
+                    None if dest is None else _phrase(scene, dest)))
+    return out
+
+
+def _plan_time(prims, phrase: str) -> float | None:
+    """Seconds from a detection to the grasp's first chunk (planning only, nothing moves)."""
+    import numpy as np
+
+    from mango.primitives.motion import to_chunks
+    from mango.primitives.planning import plan_grasp
+    from mango.sim.expert.motions import down_quat
+
+    found, _ = prims.detect([phrase])
+    det = found.get(phrase)
+    if det is None:
+        return None
+    t0 = time.perf_counter()
+    plan = plan_grasp(det)
+    arm = prims._arm(prims.width_cmd)
+    rows: list[np.ndarray] = []
+    for part in arm.travel_to(plan.pre_grasp, down_quat(arm.grip_yaw(plan.opening_yaw)),
+                              width=plan.width):
+        rows += part
+        break  # the first leg gives the first chunk
+    to_chunks(rows)[0]
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--start", type=int, default=0)
+    ap.add_argument("--perception", default="sim")
+    ap.add_argument("--scene", action="append", default=None)
+    ap.add_argument("--no-empty", action="store_true", help="skip 'empty space next to X'")
+    ap.add_argument("--json", type=Path, default=None, help="write every run's outcome here")
+    args = ap.parse_args()
+
+    from mango.perception.base import PerceptionConfig
+    from mango.perception.registry import backend_entry, make_backend
+    from mango.primitives import SimPrimitives, parse_destination
+    from mango.sim.env import SimEnv, as_scene
+    from mango.sim.scene import list_scenes, load_scene
+
+    scenes = ([as_scene(s) for s in args.scene] if args.scene
+              else [load_scene(p) for p in list_scenes() if p.stem.startswith("libero10_")])
+    entry = backend_entry(args.perception)
+    runs: list[dict] = []
+    plan_times: list[float] = []
+    t_start = time.perf_counter()
+    for sc in scenes:
+        env = SimEnv(sc, args.start, cameras=("front",), image_size=(640, 480))
+        be = make_backend(PerceptionConfig(backend=args.perception, scene=sc))
+        try:
+            for seed in range(args.start, args.start + args.seeds):
+                for obj, phrase, rel, dest in _cases(sc):
+                    kinds = [("rel", f"{rel} {dest}" if dest else None)]
+                    if not args.no_empty and dest:
+                        kinds.append(("next_to", f"empty space next to {dest}"))
+                    for kind, text in kinds:
+                        env.reset(seed)
+                        prims = SimPrimitives(env, be, privileged=entry.privileged)
+                        if kind == "rel":
+                            t = _plan_time(prims, phrase)
+                            if t is not None:
+                                plan_times.append(t)
+                        g = prims.grasp(phrase)
+                        row = {"scene": sc.name, "seed": seed, "object": obj, "phrase": phrase,
+                               "kind": kind, "destination": text, "grasp": g.status,
+                               "grasp_entity": g.entity_id, "grasp_ok": g.grasped and
+                               g.entity_id == obj, "grasp_message": g.message}
+                        if g.grasped and text is not None:
+                            p = prims.place(parse_destination(text), phrase)
+                            row.update(place=p.status, satisfied=p.satisfied,
+                                       truth=p.satisfied_truth, place_message=p.message)
+                        runs.append(row)
+        finally:
+            be.close()
+            env.close()
+    wall = time.perf_counter() - t_start
+    if args.json:
+        args.json.write_text("\n".join(json.dumps(r) for r in runs) + "\n")
+
+    def rate(rows: list[dict], key: str) -> str:
+        ok = sum(bool(r.get(key)) for r in rows)
+        return f"{ok}/{len(rows)}" if rows else "-"
+
+    table = []
+    for sc in scenes:
+        mine = [r for r in runs if r["scene"] == sc.name]
+        rel = [r for r in mine if r["kind"] == "rel"]
+        nxt = [r for r in mine if r["kind"] == "next_to"]
+        placed_rel = [r for r in rel if r["destination"]]
+        table.append((sc.name.removeprefix("libero10_"), rate(rel, "grasp_ok"),
+                      rate(placed_rel, "satisfied"), rate(placed_rel, "truth"),
+                      rate(nxt, "satisfied"), rate(nxt, "truth")))
+    rel = [r for r in runs if r["kind"] == "rel"]
+    placed_rel = [r for r in rel if r["destination"]]
+    nxt = [r for r in runs if r["kind"] == "next_to"]
+    table.append(("all", rate(rel, "grasp_ok"), rate(placed_rel, "satisfied"),
+                  rate(placed_rel, "truth"), rate(nxt, "satisfied"), rate(nxt, "truth")))
+    p50 = statistics.median(plan_times) * 1000 if plan_times else float("nan")
+    print_table(f"bench_primitives ({args.perception} perception, seeds {args.start}.."
+                f"{args.start + args.seeds - 1}; grasp planning p50 {p50:.0f} ms, goal <= 200; "
+                f"{wall:.0f} s)",
+                ("scene", "grasp", "in/on perceived", "in/on truth", "next to perceived",
+                 "next to truth"), table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""The IK ladder (VoLo App. B.2) on the real FR3's kinematics: answers meet the pose within
+the stated tolerances, stay inside the joint limits, respect the branch cap, and an
+unreachable pose is refused with the reason."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mango.control import FR3Kinematics, load_robot
+from mango.control.ik import LadderSettings, pose_error
+from mango.errors import UnreachableError
+from mango.geometry import mat_to_quat
+
+FR3 = load_robot("fr3")
+KIN = FR3Kinematics(FR3)
+HOME = np.asarray(FR3.home, float)
+
+
+def test_jacobian_is_the_derivative_of_the_pose() -> None:
+    q = HOME + np.array([0.3, -0.2, 0.1, 0.2, -0.4, 0.3, 0.5])
+    p, r, jac = KIN.pose_jacobian(q)
+    for j in range(7):
+        dq = q.copy()
+        dq[j] += 1e-7
+        p2, r2 = KIN.pose_matrix(dq)
+        assert np.allclose(pose_error(p2, r2, p, r) / 1e-7, jac[:, j], atol=1e-5)
+
+
+def test_ladder_meets_reachable_poses_within_tolerance_and_limits() -> None:
+    rng = np.random.default_rng(7)
+    s = LadderSettings()
+    solved = 0
+    for _ in range(40):
+        q = rng.uniform(KIN.lower + 0.1, KIN.upper - 0.1)
+        pos, rot = KIN.pose_matrix(q)
+        sol = KIN.ladder.solve(pos, rot, HOME)
+        if not sol.ok:
+            continue
+        solved += 1
+        p, r = KIN.pose_matrix(sol.q)
+        err = pose_error(pos, rot, p, r)
+        assert np.linalg.norm(err[:3]) < s.accept_pos
+        assert np.linalg.norm(err[3:]) < s.accept_rot
+        assert np.all(sol.q >= KIN.lower) and np.all(sol.q <= KIN.upper)
+    assert solved >= 36  # bench/bench_ik.py measures the rate on 1,000 poses
+
+
+def test_ik_keeps_the_protocol_and_refuses_an_unreachable_pose() -> None:
+    p, quat = KIN.fk(HOME)
+    target = p + np.array([0.05, 0.05, -0.1])
+    q = KIN.ik(target, quat, HOME)
+    assert np.linalg.norm(KIN.fk(q)[0] - target) < LadderSettings().pos_tol
+    with pytest.raises(UnreachableError, match=r"pose unreachable: position \[1.5, 0.0, 0.5\]"):
+        KIN.ik([1.5, 0.0, 0.5], quat, HOME)
+
+
+def test_branch_cap_refuses_a_solution_on_another_branch() -> None:
+    # the pose of joint 7 turned by a half turn (the hand's frame turned about its axis):
+    # reachable, but only by swinging joint 7 far from the seed
+    q_far = HOME.copy()
+    q_far[6] -= math.pi * 0.9
+    pos, rot = KIN.pose_matrix(q_far)
+    assert KIN.ladder.solve(pos, rot, HOME).ok
+    sol = KIN.ladder.solve(pos, rot, HOME, max_jump=0.5)
+    assert not sol.ok and "no continuous joint path" in sol.message
+    with pytest.raises(UnreachableError, match="jumps a joint"):
+        KIN.ik(pos, mat_to_quat(rot), HOME, max_jump=0.5)
+
+
+def test_ladder_uses_later_starts_when_the_seed_is_stuck() -> None:
+    # a seed pinned at joint limits far from the target: the first descent does not get
+    # there, a later rung of the ladder does
+    seed = np.clip(np.array([2.7, 1.7, 2.8, -0.2, 2.7, 0.6, 3.0]), KIN.lower, KIN.upper)
+    pos, rot = KIN.pose_matrix(HOME + np.array([0.0, 0.2, 0.0, 0.3, 0.0, -0.2, 0.0]))
+    sol = KIN.ladder.solve(pos, rot, seed)
+    assert sol.ok and sol.starts > 1
