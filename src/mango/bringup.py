@@ -46,6 +46,9 @@ class NodeDied(RuntimeError):
         super().__init__(f"node {label} exited with code {code}{last}")
 
 
+PARENT_ENV = "MANGO_PARENT_PID"  # a node started by a bringup ends when that process does
+
+
 class Bringup:
     """Run a stack's nodes as child processes (`python -m mango.nodes.<executable>`)."""
 
@@ -68,9 +71,13 @@ class Bringup:
             params = Path(self._tmp.name) / f"{n.name}.yaml"
             params.write_text(yaml.safe_dump(params_document(n)))
             cmd = [sys.executable, "-m", f"mango.nodes.{n.executable}", *ros_args(n, params)]
+            # the node ends with this process even when it is killed without a chance to stop
+            # them (`mango.nodes.common.die_with_parent`): no stack outlives its bringup
+            env = {**(self.env if self.env is not None else os.environ),
+                   PARENT_ENV: str(os.getpid())}
             proc = subprocess.Popen(
                 cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                env=self.env, start_new_session=True)  # Ctrl-C reaches us, we stop them in order
+                env=env, start_new_session=True)  # Ctrl-C reaches us, we stop them in order
             np = NodeProcess(n, proc)
             self.procs.append(np)
             t = threading.Thread(target=self._pump, args=(np,), daemon=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import faulthandler
 import math
+import os
 import signal
 import sys
 import traceback
@@ -129,6 +130,25 @@ def quiet_rclpy_deprecations() -> None:
                             module=r"rclpy\.")
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent() -> None:
+    """A node started by `mango bringup` (which sets MANGO_PARENT_PID) gets SIGTERM, and so
+    shuts down as on Ctrl-C, when that process dies, even by SIGKILL: a killed bringup (a
+    timeout, an OOM kill) must not leave a stack running, eating the CPU and publishing on the
+    same topics (Linux prctl(2) PR_SET_PDEATHSIG; elsewhere nothing changes)."""
+    parent = os.environ.get("MANGO_PARENT_PID", "")
+    if not parent.isdigit() or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != int(parent):  # it died before the line above: nobody will signal us
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None,
              threads: int = 2) -> None:
     """Create the node, spin it on a multi-threaded executor until shutdown.
@@ -139,6 +159,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None,
     """
     # `kill -USR1 <pid>` prints every thread's stack: what a stuck node is doing
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    die_with_parent()
     quiet_rclpy_deprecations()
     rclpy.init(args=args)
     node = None
