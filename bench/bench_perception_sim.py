@@ -23,7 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
-from report import print_table
+from report import print_table, stop_processes
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -83,13 +83,7 @@ def bench_service(calls: int) -> list[float]:
         executor.shutdown()
         node.destroy_node()
         rclpy.shutdown(context=ctx)
-        for p in procs:
-            p.send_signal(2)
-        for p in procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_processes(procs)
     return out
 
 

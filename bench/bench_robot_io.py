@@ -31,6 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
+from report import stop_processes
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("FASTDDS_DEFAULT_PROFILES_FILE",
@@ -47,16 +48,6 @@ def pct(values: list[float], q: float) -> float:
 def start(module: str, *args: str, log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", module, "--ros-args", *args],
                             stdout=log.open("w"), stderr=subprocess.STDOUT)
-
-
-def stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    for p in procs:
-        p.send_signal(2)
-    for p in procs:
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
 
 
 class Rig:
@@ -166,7 +157,7 @@ def bench_control(tmp: Path, trials: int = 8) -> dict[str, float]:
         out.update({"halt_p50_ms": pct(lat, 50), "halt_max_ms": max(lat)})
     finally:
         rig.close()
-        stop(procs)
+        stop_processes(procs)
     return out
 
 
@@ -262,7 +253,7 @@ def bench_camera(tmp: Path, seconds: float = 5.0) -> dict[str, float]:
         frames = list(got)
     finally:
         rig.close()
-        stop([proc])
+        stop_processes([proc])
     rate = (len(frames) - 1) / (frames[-1][0] - frames[0][0])
     lat = [(r - s) * 1000 for r, s in frames]
     return {"rate_hz": rate, "latency_p50_ms": pct(lat, 50), "latency_p99_ms": pct(lat, 99)}

@@ -23,7 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
-from report import print_table
+from report import print_table, stop_processes
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -139,13 +139,7 @@ def bench_ros(seconds: float, camera_rate: float) -> dict[str, list[float] | int
         executor.shutdown()
         node.destroy_node()
         rclpy.shutdown(context=ctx)
-        for p in procs:
-            p.send_signal(2)
-        for p in procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_processes(procs)
     gaps = [b - a for a, b in itertools.pairwise(arrivals)]
     return {"arrivals": arrivals, "gaps": gaps, "behind": behind, "frames": frames[0]}
 
