@@ -85,10 +85,15 @@ def main() -> None:
     rows: list[dict] = []
     with Progress() as progress, ProcessPoolExecutor(args.jobs) as pool:
         task = progress.add_task("estimated episodes", total=len(jobs))
-        futures = [pool.submit(episode, s, f) for s, f in jobs]
-        for fut in as_completed(futures):
-            rows.append(fut.result())
-            progress.advance(task)
+        futures = {pool.submit(episode, s, f): (s, f) for s, f in jobs}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        with args.out.with_suffix(".jsonl").open("w") as log:  # as they finish
+            for fut in as_completed(futures):
+                rows.append(fut.result())
+                slim = {k: v for k, v in rows[-1].items() if not k.endswith("_error")}
+                log.write(json.dumps(slim) + "\n")
+                log.flush()
+                progress.advance(task)
     rows.sort(key=lambda r: (r["scene"], r["fault"] or ""))
     marked = [x for r in rows for x in r["marked_error"]]
     unmarked = [x for r in rows for x in r["unmarked_error"]]

@@ -185,3 +185,12 @@ def test_the_estimate_is_a_valid_spec_record() -> None:
     assert "robot_hand" in s.objects and s.objects["robot_hand"].kind == "robot"
     q = quat_to_mat(s.objects["robot_hand"].orientation)
     np.testing.assert_allclose(q, DOWN, atol=1e-9)
+
+
+def test_a_region_on_the_table_is_where_the_scene_puts_it() -> None:
+    est, _ = estimator("libero10_mug_pudding_plate")
+    r = est.scene.region("living_room_table_plate_right_region")
+    got = est.state().objects[r.id]
+    assert got.parent == "main_table" and got.kind == "region"
+    assert got.position == pytest.approx((r.offset[0], r.offset[1],
+                                          est.scene.table.height + r.offset[2]))

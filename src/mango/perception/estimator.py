@@ -239,7 +239,12 @@ class WorldStateEstimator:
         return Track(name, source, age, age is None or age > self.cfg.stale_after)
 
     def _frame(self, entity: str, part: str) -> np.ndarray:
-        """world_T_(entity or its moving part) as estimated now."""
+        """world_T_(entity or its moving part) as estimated now; the table's frame is its top
+        centre, as the scene file places it."""
+        if entity == self.scene.table.id:
+            t = np.eye(4)
+            t[2, 3] = self.scene.table.height
+            return t
         t = self._poses[entity].t
         if part == "base":
             return t
