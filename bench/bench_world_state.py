@@ -46,7 +46,12 @@ def episode(scene: str, fault: str | None) -> dict:
         fault = "stall@5"
         f = parse_fault(fault)
     t0 = time.perf_counter()
-    ep = estimated_episode(sc, 0, f)
+    try:
+        ep = estimated_episode(sc, 0, f)
+    except Exception as exc:  # counted as a disagreement, and said: the run goes on
+        return {"scene": sc.name, "fault": fault, "wall_s": time.perf_counter() - t0,
+                "states": 0, "marked_error": [], "unmarked_error": [], "truth": [None, None],
+                "estimated": [f"error: {type(exc).__name__}: {exc}", None], "labels": [None]}
     wall = time.perf_counter() - t0
     marked = {m.entity for m in auto_marker_map(sc).markers if m.part == "base"}
     movable = [e.id for e in sc.entities if e.movable]
