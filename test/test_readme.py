@@ -324,7 +324,8 @@ WALK: dict[str, tuple[Step, ...]] = {
                 "stand-ins in test/bringup/test_stacks.py", _check_fr3_launch),),
     "mango bringup sim_estimated": (
         Start("sim_estimated", "mango bringup sim_estimated",
-              ready=("estimating scene libero10_mugs_plates", "[oracle_node]")),
+              ready=("estimating scene libero10_mugs_plates", "[oracle_node]",
+                     "scene libero10_mugs_plates (seed")),
         Stop("sim_estimated"),
     ),
     'mkdir -p ~/ws/src && ln -s "$PWD" ~/ws/src/mango_ros && cd ~/ws': (

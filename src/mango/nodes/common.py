@@ -175,6 +175,12 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None,
     except STARTUP_ERRORS as exc:  # one clear line, no traceback, non-zero exit
         sys.stderr.write(f"error: {one_line(exc)}\n")
         code = 1
+    except Exception:
+        if node is not None or rclpy.ok():
+            raise
+        # Ctrl-C (or a bringup stopping) while the node was being built: rclpy shut its
+        # context down under the constructor, which then fails; that is a clean stop
+
     finally:
         if node is not None:
             node.destroy_node()
