@@ -146,14 +146,16 @@ class StackSession:
     def wait(self, pred: Callable[[], Any], timeout: float, what: str) -> Any:
         return wait_until(pred, timeout, what, self.bringup.check)
 
-    def call(self, srv_type: type, name: str, request: Any, timeout: float = 30.0) -> Any:
-        """Call a service once it is available; returns the response."""
+    def call(self, srv_type: type, name: str, request: Any, timeout: float = 30.0,
+             repeatable: bool = False) -> Any:
+        """Call a service once it is available; returns the response. A `repeatable` request
+        (the same effect when done twice) is resent while no reply came (`request_reply`)."""
         assert self.node is not None
         client = self.node.create_client(srv_type, name)
         try:
             self.wait(lambda: client.service_is_ready(), timeout, f"service {name}")
             return request_reply(client, request, timeout, f"reply from {name}",
-                                 self.bringup.check)
+                                 self.bringup.check, resend=repeatable)
         finally:
             self.node.destroy_client(client)
 
