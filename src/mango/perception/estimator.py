@@ -174,24 +174,8 @@ class WorldStateEstimator:
     def state(self, t: float | None = None) -> WorldState:
         """The world state now (or stamped `t`): spec §3, what the oracle judges."""
         sc = self.scene
-        objects: dict[str, EntityState] = {}
-        for e in sc.entities:
-            objects[e.id] = _entity_state(self._poses[e.id].t, e.size, e.kind)
-        tb = sc.table
-        objects[tb.id] = EntityState(position=(0.0, 0.0, tb.height - 0.025),
-                                     orientation=(1.0, 0.0, 0.0, 0.0),
-                                     size=(tb.size[0], tb.size[1], 0.05), kind="surface")
-        for r in sc.regions:
-            frame = self._frame(r.parent, r.part)
-            pos = frame[:3, :3] @ np.asarray(r.offset, float) + frame[:3, 3]
-            objects[r.id] = EntityState(position=tuple(map(float, pos)),
-                                        orientation=_quat(frame[:3, :3]), size=r.size,
-                                        kind="region", parent=r.parent)
+        objects = self._objects()
         width = self._width
-        if self._tcp is not None:
-            objects["robot_hand"] = EntityState(
-                position=tuple(map(float, self._tcp[:3, 3])), orientation=_quat(self._tcp[:3, :3]),
-                size=(0.02, max(width or 0.0, 0.001), 0.05), kind="robot")
         joints: dict[str, JointState] = {}
         devices: dict[str, DeviceState] = {}
         for eid, part in self._parts.items():
@@ -208,6 +192,28 @@ class WorldStateEstimator:
             gripper=None if width is None else GripperState(width=width, closed=self._closed),
             contacts=contacts,
             facts=grasp_facts(contacts, (e.id for e in sc.entities if e.movable)))
+
+    def _objects(self) -> dict[str, EntityState]:
+        """The `objects` of the estimate: entities, the table, regions, the hand."""
+        sc = self.scene
+        objects: dict[str, EntityState] = {}
+        for e in sc.entities:
+            objects[e.id] = _entity_state(self._poses[e.id].t, e.size, e.kind)
+        tb = sc.table
+        objects[tb.id] = EntityState(position=(0.0, 0.0, tb.height - 0.025),
+                                     orientation=(1.0, 0.0, 0.0, 0.0),
+                                     size=(tb.size[0], tb.size[1], 0.05), kind="surface")
+        for r in sc.regions:
+            frame = self._frame(r.parent, r.part)
+            pos = frame[:3, :3] @ np.asarray(r.offset, float) + frame[:3, 3]
+            objects[r.id] = EntityState(position=tuple(map(float, pos)),
+                                        orientation=_quat(frame[:3, :3]), size=r.size,
+                                        kind="region", parent=r.parent)
+        if self._tcp is not None:
+            objects["robot_hand"] = EntityState(
+                position=tuple(map(float, self._tcp[:3, 3])), orientation=_quat(self._tcp[:3, :3]),
+                size=(0.02, max(self._width or 0.0, 0.001), 0.05), kind="robot")
+        return objects
 
     def tracks(self, t: float | None = None) -> list[Track]:
         """Every entity's and part's pose source and age at `t` (default: the latest time)."""
@@ -300,7 +306,9 @@ class WorldStateEstimator:
                 continue
             track = self._poses[e.id]
             if track.seen == stamp or e.id not in self._riding:  # is it in such a region?
-                view = view or StateView(self.state(), Thresholds())
+                # boxes are all `in` reads: no contacts, joints or facts needed
+                view = view or StateView(WorldState(t=0.0, objects=self._objects()),
+                                         Thresholds())
                 for r in part_regions:
                     if p_in(view, e.id, r.id):
                         part = self._frame(r.parent, r.part)
