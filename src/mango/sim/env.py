@@ -444,7 +444,8 @@ def _release_context(r: mujoco.Renderer) -> None:
 
 
 def _depth_and_ids(r: mujoco.Renderer, model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
-    """Geom id per pixel (-1: none) and metric depth from ONE segmentation pass.
+    """Geom id per pixel (-1: none) and metric depth (+Inf: no geometry) from ONE
+    segmentation pass.
 
     `mujoco.Renderer` draws the scene once for depth and again for segmentation; reading both
     buffers of a single flat-colour pass halves that cost (what makes 2 cameras at 10 Hz fit
@@ -479,6 +480,10 @@ def _depth_and_ids(r: mujoco.Renderer, model: mujoco.MjModel) -> tuple[np.ndarra
         c = np.float32(-0.5) * c - np.float32(0.5)  # reversed-Z projection
         d = np.float32(-0.5) * d
         metric = (d / (raw.astype(np.float64) + c)).astype(np.float32)
+        # a ray that hits no geometry has no reading: +Inf, "too far" (REP 117, which REP 118
+        # depth images follow), not the far clipping plane's distance, which back-projects to
+        # a surface tens of metres away
+        metric[ids < 0] = np.inf
         if r._gl_context:  # EGL/OSMesa images come out upside down
             ids, metric = np.flipud(ids), np.flipud(metric)
         return np.ascontiguousarray(ids), np.ascontiguousarray(metric)
