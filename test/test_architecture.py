@@ -31,7 +31,7 @@ LAYERS: list[set[str]] = [
     {"stack"},  # stack files: which nodes, with which parameters
     {"bringup", "launch_support"},  # bringing a stack up as processes / from ros2 launch
     {"nodes"},  # one file per ROS node: adapters only
-    {"client", "doctor"},  # the Python API over a running stack; the installation check
+    {"client", "doctor", "evaluation"},  # API over a stack; install check; campaigns, stats
     {"cli"},  # the `mango` command
 ]
 RCLPY_ALLOWED = {"nodes", "client", "cli", "doctor"}
