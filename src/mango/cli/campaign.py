@@ -56,14 +56,16 @@ def run(
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("left"),
                   TimeRemainingColumn(), console=console, transient=False) as progress:
-        total = sum(1 for _ in campaign.episodes())
+        # a sampled campaign's size is known once its pool is run
+        total = (sum(1 for _ in campaign.episodes()) if campaign.spec.sampling == "grid"
+                 else None)
         bar = progress.add_task(campaign.spec.name, total=total, rate="")
 
-        def on_result(result: dict, done: int, _total: int) -> None:
+        def on_result(result: dict, done: int, total: int) -> None:
             el = progress.tasks[bar].elapsed or 0.0
             ran = done - summary_skipped[0]
             rate = f"{ran / el:.2f} ep/s" if el > 0 and ran > 0 else ""
-            progress.update(bar, completed=done, rate=rate,
+            progress.update(bar, completed=done, total=total or None, rate=rate,
                             description=f"{campaign.spec.name}: {result['episode']}")
 
         summary_skipped = [0]
@@ -76,6 +78,12 @@ def run(
             _fail(str(exc))
     console.print(f"{summary.ran} episodes run, {summary.skipped} already stored, "
                   f"{summary.errors} with errors; results in {out}")
+    if summary.pool:
+        console.print(f"sampling: {summary.pool} pool runs")
+    for task, short in (summary.shortfall or {}).items():
+        missing = ", ".join(f"{n} {stage}" for stage, n in short.items())
+        console.print(f"[yellow]sampling: {task}: the pool had too few runs ({missing} "
+                      "missing); give more seeds[/]")
     if summary.interrupted:
         console.print(f"stopped early ({summary.interrupted}): run the same command again "
                       "to resume")

@@ -63,6 +63,10 @@ class CampaignFile(_Strict):
     tasks: list[str] = Field(..., min_length=1)
     seeds: SeedRange
     faults: list[str] = Field(default_factory=lambda: ["none"], min_length=1)
+    # grid: every system x task x seed x fault; mango: per task 4 passes and 2 early, 2 mid,
+    # 2 late failures picked from a pool of expert runs over the seeds (and the faults, or
+    # when only `none` is given, every fault the task accepts): `mango.evaluation.sampling`
+    sampling: Literal["grid", "mango"] = "grid"
 
 
 @dataclass(frozen=True)

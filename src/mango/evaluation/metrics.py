@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from mango.evaluation.sampling import STAGES, stage_of
 from mango.evaluation.stats import a12, sign_flip_test, wilson
 
 
@@ -63,6 +64,18 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     symbolic = confusion((r["symbolic"]["verdict"] == "fail",
                           r["labels"]["expected_verdict"] == "fail", None) for r in judged)
     symbolic["localization_accuracy"] = None  # an end-state check names no step
+    by_stage = {}
+    for stage in STAGES:
+        failed = [r for r in judged
+                  if stage_of(r["labels"], [s["path"] for s in r["verdict"]["steps"]]) == stage]
+        caught = [r for r in failed if r["verdict"]["verdict"] == "fail"]
+        located = [r for r in caught
+                   if r["verdict"]["failed_step"] == r["labels"]["failed_step"]]
+        by_stage[stage] = {"failures": len(failed), "detected": len(caught),
+                           "localized": len(located),
+                           "recall": len(caught) / len(failed) if failed else None,
+                           "localization_accuracy": (len(located) / len(caught)
+                                                     if caught else None)}
     comparisons = []
     for a, b in itertools.combinations(sorted(per_task), 2):
         shared = sorted(set(per_task[a]) & set(per_task[b]))
@@ -74,5 +87,6 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         comparisons.append({"a": a, "b": b, "mean_diff_pp": 100 * test.mean_diff, "p": test.p,
                             "a12": a12(fa, fb).a12, "tasks": len(shared)})
     return {"episodes": len(results), "systems": systems,
-            "oracle_vs_symbolic": {**fine, "symbolic": symbolic, "judged": len(judged)},
+            "oracle_vs_symbolic": {**fine, "symbolic": symbolic, "judged": len(judged),
+                                   "by_stage": by_stage},
             "comparisons": comparisons}

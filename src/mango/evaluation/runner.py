@@ -3,33 +3,76 @@ this process with one worker), each result stored the moment it arrives.
 
 Resuming is the same call: episodes whose ids the store holds are skipped, so a killed run
 (Ctrl-C, a dead worker, a power cut) loses only the episodes that were in flight. Workers are
-spawned, not forked: MuJoCo's renderer and threads do not survive a fork.
+spawned, not forked: MuJoCo's renderer and threads do not survive a fork. With MANGO sampling
+the pool of expert runs is stored too (role `pool`), so a resumed run samples the same
+episodes without running the pool again; a policy system that is the pool's own expert reuses
+the pool's run of the same seed and fault (the same episode) instead of repeating it.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mango.errors import InputError
 from mango.evaluation.campaign import Campaign, EpisodeSpec
 from mango.evaluation.episodes import run_episode_spec
+from mango.evaluation.sampling import QUOTA, fault_catalogue, select, stage_of
 from mango.evaluation.store import Store
 
 STORE_FILE = "campaign.sqlite"
+POOL = "pool"  # the sampling runs' system name
+POOL_SYSTEM = {"name": POOL, "kind": "policy", "backend": "expert"}
 
 
 @dataclass
 class RunSummary:
-    total: int
-    skipped: int  # finished by an earlier run
-    ran: int
-    errors: int  # episodes whose result carries an error
+    total: int = 0
+    skipped: int = 0  # finished by an earlier run
+    ran: int = 0
+    errors: int = 0  # episodes whose result carries an error
+    pool: int = 0  # sampling runs made by this call
+    shortfall: dict[str, dict[str, int]] | None = None  # task -> stage -> missing episodes
     interrupted: str | None = None  # why the run stopped early
+
+
+class _Executor:
+    """Episodes in this process (one worker) or on spawned processes, results as they end."""
+
+    def __init__(self, workers: int, out: Path) -> None:
+        self.workers, self.out = workers, out
+        self.pool: ProcessPoolExecutor | None = None
+
+    def run(self, specs: list[tuple[EpisodeSpec, dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+        if self.workers <= 1:
+            for spec, system in specs:
+                yield run_episode_spec(spec, system, self.out)
+            return
+        if self.pool is None:
+            self.pool = ProcessPoolExecutor(max_workers=self.workers,
+                                            mp_context=multiprocessing.get_context("spawn"))
+        queue = iter(specs)
+        pending: set[Future[dict[str, Any]]] = set()
+        for spec, system in queue:  # keep the workers busy, not the whole plan queued
+            pending.add(self.pool.submit(run_episode_spec, spec, system, self.out))
+            if len(pending) >= 2 * self.workers:
+                break
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in finished:
+                yield f.result()
+                nxt = next(queue, None)
+                if nxt is not None:
+                    pending.add(self.pool.submit(run_episode_spec, nxt[0], nxt[1], self.out))
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
@@ -38,19 +81,15 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
     """Run what is left of `campaign` into `out`; `on_result(result, done, total)` per episode."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    episodes = list(campaign.episodes())
+    summary = RunSummary()
     with Store(out / STORE_FILE) as store:
         previous = store.meta("campaign")
         if previous is not None and previous != campaign.spec.model_dump(mode="json"):
-            from mango.errors import InputError
-
             raise InputError(f"{out} holds another campaign's results (a different campaign "
                              "file); use a new output folder", file=campaign.file)
         store.set_meta("campaign", campaign.spec.model_dump(mode="json"))
-        finished = store.done()
-        todo = [e for e in episodes if e.id not in finished]
-        summary = RunSummary(len(episodes), len(episodes) - len(todo), 0, 0)
         systems = {n: s.model_dump(mode="json") for n, s in campaign.systems.items()}
+        executor = _Executor(workers, out)
 
         def record(result: dict[str, Any]) -> None:
             store.add(result)
@@ -60,35 +99,99 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
                 on_result(result, summary.skipped + summary.ran, summary.total)
 
         try:
-            if workers <= 1:
-                for e in todo:
-                    record(run_episode_spec(e, systems[e.system], out))
+            if campaign.spec.sampling == "mango":
+                plan = _sample(campaign, store, executor, summary)
             else:
-                _run_pool(todo, systems, out, workers, record)
+                plan = list(campaign.episodes())
+            summary.total = len(plan)
+            finished = store.done()
+            todo = [e for e in plan if e.id not in finished]
+            summary.skipped = summary.total - len(todo)
+            rest = []
+            for e in todo:
+                reused = _pool_run(store, e, systems[e.system])
+                if reused is not None:
+                    record(reused)
+                else:
+                    rest.append((e, systems[e.system]))
+            for result in executor.run(rest):
+                record(result)
         except KeyboardInterrupt:
             summary.interrupted = "interrupted"
         except BrokenProcessPool:
             summary.interrupted = "a worker process died"
+        finally:
+            executor.close()
     return summary
 
 
-def _run_pool(todo: list[EpisodeSpec], systems: dict[str, dict[str, Any]], out: Path,
-              workers: int, record: Callable[[dict[str, Any]], None]) -> None:
-    ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-    pending: set[Future[dict[str, Any]]] = set()
-    queue = iter(todo)
-    try:
-        for e in queue:
-            pending.add(pool.submit(run_episode_spec, e, systems[e.system], out))
-            if len(pending) >= 2 * workers:  # keep workers busy, not the whole plan queued
+def _pool_run(store: Store, spec: EpisodeSpec, system: dict[str, Any]) -> dict[str, Any] | None:
+    """The pool's result for this episode when the system is the pool's expert."""
+    if system.get("kind") != "policy" or system.get("backend") != "expert":
+        return None
+    found = store.get(EpisodeSpec(POOL, spec.task, spec.seed, spec.fault).id)
+    if found is None:
+        return None
+    return {**found, "episode": spec.id, "system": spec.system, "reused_from": found["episode"]}
+
+
+def _plan_steps(task: str) -> list[str]:
+    from mango.oracle.model import load_oracle, plan_entries
+    from mango.sim.env import as_scene
+    from mango.sim.runner import load_oracle_json
+
+    data, path = load_oracle_json(as_scene(task))
+    if data is None:
+        raise InputError(f"task '{task}' has no fine-grained oracle: MANGO sampling places "
+                         "failures by the oracle's steps", field="sampling")
+    return [e.path for e in plan_entries(load_oracle(data, file=str(path)))]
+
+
+def _sample(campaign: Campaign, store: Store, executor: _Executor,
+            summary: RunSummary) -> list[EpisodeSpec]:
+    """Per task, the quota's (seed, fault) pairs from a pool of expert runs, run lazily in
+    catalogue order until every stage is filled or the candidates run out."""
+    from mango.sim.env import as_scene
+
+    spec = campaign.spec
+    seeds = range(spec.seeds.start, spec.seeds.start + spec.seeds.count)
+    given = [f for f in spec.faults if f != "none"]
+    plan: list[EpisodeSpec] = []
+    shortfall: dict[str, dict[str, int]] = {}
+    for task in spec.tasks:
+        steps = _plan_steps(task)
+        faults = given or fault_catalogue(as_scene(task))
+        candidates = [EpisodeSpec(POOL, task, s, None) for s in seeds]
+        candidates += [EpisodeSpec(POOL, task, s, f) for s in seeds for f in faults]
+        pool: list[dict[str, Any]] = []
+        while candidates:
+            counts = {k: 0 for k in QUOTA}
+            for r in pool:
+                if r.get("labels"):
+                    st = stage_of(r["labels"], steps)
+                    if (st == "pass") == (r["fault"] is None):
+                        counts[st] += 1
+            need_pass = counts["pass"] < QUOTA["pass"]
+            need_fail = any(counts[k] < QUOTA[k] for k in ("early", "mid", "late"))
+            if not need_pass and not need_fail:
                 break
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for f in finished:
-                record(f.result())
-                nxt = next(queue, None)
-                if nxt is not None:
-                    pending.add(pool.submit(run_episode_spec, nxt, systems[nxt.system], out))
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+            batch = [c for c in candidates if (c.fault is None and need_pass)
+                     or (c.fault is not None and need_fail)][:max(1, executor.workers)]
+            if not batch:
+                break
+            for c in batch:
+                candidates.remove(c)
+            stored = [store.get(c.id) for c in batch]
+            pool += [r for r in stored if r is not None]
+            todo = [(c, POOL_SYSTEM) for c, r in zip(batch, stored, strict=True) if r is None]
+            for result in executor.run(todo):
+                store.add(result, role=POOL)
+                summary.pool += 1
+                pool.append(result)
+        chosen, short = select(pool, steps)
+        if short:
+            shortfall[task] = short
+        for system in spec.systems:
+            plan += [EpisodeSpec(system.name, task, r["seed"], r["fault"]) for r in chosen]
+    summary.shortfall = shortfall or None
+    return plan

@@ -30,6 +30,7 @@ CREATE TABLE IF NOT EXISTS episodes (
     expected_step TEXT,
     error TEXT,
     wall_s REAL NOT NULL,
+    role TEXT NOT NULL,    -- episode | pool (a sampling run, not a system's episode)
     result TEXT NOT NULL   -- the whole result.json
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -64,19 +65,25 @@ class Store:
     def done(self) -> set[str]:
         return {r[0] for r in self.db.execute("SELECT id FROM episodes")}
 
-    def add(self, result: dict[str, Any]) -> None:
+    def get(self, episode_id: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT result FROM episodes WHERE id = ?",
+                              (episode_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def add(self, result: dict[str, Any], role: str = "episode") -> None:
         verdict = result.get("verdict") or {}
         labels = result.get("labels") or {}
         symbolic = result.get("symbolic") or {}
         self.db.execute(
-            "INSERT OR REPLACE INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (result["episode"], result["system"], result["task"], result["seed"],
              result["fault"], int(bool(result.get("success"))), verdict.get("verdict"),
              verdict.get("failed_step"), symbolic.get("verdict"),
              labels.get("expected_verdict"), labels.get("failed_step"), result.get("error"),
-             float(result.get("wall_s", 0.0)), json.dumps(result)))
+             float(result.get("wall_s", 0.0)), role, json.dumps(result)))
         self.db.commit()
 
-    def results(self) -> Iterator[dict[str, Any]]:
-        for (text,) in self.db.execute("SELECT result FROM episodes ORDER BY id"):
+    def results(self, role: str = "episode") -> Iterator[dict[str, Any]]:
+        for (text,) in self.db.execute(
+                "SELECT result FROM episodes WHERE role = ? ORDER BY id", (role,)):
             yield json.loads(text)
