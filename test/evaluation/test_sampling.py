@@ -68,7 +68,7 @@ sampling: mango
     with Store(out / STORE_FILE) as store:
         episodes = list(store.results())
         pool = list(store.results("pool"))
-    assert len(pool) == summary.pool == 6 and len(episodes) == summary.total
+    assert len(pool) == summary.pool <= 6 and len(episodes) == summary.total
     assert all(e["reused_from"] == e["episode"].replace("expert__", "pool__", 1)
                for e in episodes)
     steps = ["1.1", "2.1", "2.2", "2.3"]  # the stove_moka oracle's plan

@@ -175,8 +175,18 @@ def _sample(campaign: Campaign, store: Store, executor: _Executor,
             need_fail = any(counts[k] < QUOTA[k] for k in ("early", "mid", "late"))
             if not need_pass and not need_fail:
                 break
-            batch = [c for c in candidates if (c.fault is None and need_pass)
-                     or (c.fault is not None and need_fail)][:max(1, executor.workers)]
+            # a fault tends to fail the same step on every seed: once the stages a fault has
+            # produced are full, its other seeds are not worth a run; untried faults first
+            seen: dict[str, set[str]] = {}
+            for r in pool:
+                if r["fault"] is not None and r.get("labels"):
+                    seen.setdefault(r["fault"], set()).add(stage_of(r["labels"], steps))
+            open_stages = {k for k in ("early", "mid", "late") if counts[k] < QUOTA[k]}
+            useful = [c for c in candidates if (c.fault is None and need_pass) or (
+                c.fault is not None and need_fail
+                and (c.fault not in seen or seen[c.fault] & open_stages))]
+            useful.sort(key=lambda c: c.fault is not None and c.fault in seen)  # stable
+            batch = useful[:max(1, executor.workers)]
             if not batch:
                 break
             for c in batch:
