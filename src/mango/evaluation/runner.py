@@ -147,61 +147,83 @@ def _plan_steps(task: str) -> list[str]:
     return [e.path for e in plan_entries(load_oracle(data, file=str(path)))]
 
 
+@dataclass
+class _TaskPool:
+    """One task's sampling state: the plan's steps, the candidates not yet run, the runs."""
+
+    task: str
+    steps: list[str]
+    candidates: list[EpisodeSpec]
+    runs: list[dict[str, Any]]
+
+    def next_batch(self, size: int) -> list[EpisodeSpec]:
+        """The next candidates worth running; empty when the quota is full or none can help.
+
+        A fault tends to fail the same step on every seed: once the stages a fault has
+        produced are full, its other seeds are not worth a run; untried faults come first.
+        """
+        counts = dict.fromkeys(QUOTA, 0)
+        seen: dict[str, set[str]] = {}
+        for r in self.runs:
+            if not r.get("labels"):
+                continue
+            st = stage_of(r["labels"], self.steps)
+            if (st == "pass") == (r["fault"] is None):
+                counts[st] += 1
+            if r["fault"] is not None:
+                seen.setdefault(r["fault"], set()).add(st)
+        need_pass = counts["pass"] < QUOTA["pass"]
+        open_stages = {k for k in ("early", "mid", "late") if counts[k] < QUOTA[k]}
+        useful = [c for c in self.candidates if (c.fault is None and need_pass) or (
+            c.fault is not None and open_stages
+            and (c.fault not in seen or seen[c.fault] & open_stages))]
+        useful.sort(key=lambda c: c.fault is not None and c.fault in seen)  # stable
+        batch = useful[:size]
+        for c in batch:
+            self.candidates.remove(c)
+        return batch
+
+
 def _sample(campaign: Campaign, store: Store, executor: _Executor,
             summary: RunSummary) -> list[EpisodeSpec]:
-    """Per task, the quota's (seed, fault) pairs from a pool of expert runs, run lazily in
-    catalogue order until every stage is filled or the candidates run out."""
+    """Per task, the quota's (seed, fault) pairs from a pool of expert runs, run lazily (every
+    task's next candidates together, so the workers stay busy) until each task's stages are
+    filled or its candidates run out."""
     from mango.sim.env import as_scene
 
     spec = campaign.spec
     seeds = range(spec.seeds.start, spec.seeds.start + spec.seeds.count)
     given = [f for f in spec.faults if f != "none"]
+    pools = []
+    for task in spec.tasks:
+        faults = given or fault_catalogue(as_scene(task))
+        pools.append(_TaskPool(task, _plan_steps(task), [
+            EpisodeSpec(POOL, task, s, None) for s in seeds] + [
+            EpisodeSpec(POOL, task, s, f) for s in seeds for f in faults], []))
+    by_task = {tp.task: tp for tp in pools}
+    size = max(1, executor.workers)
+    while True:
+        batch = [c for tp in pools for c in tp.next_batch(size)]
+        if not batch:
+            break
+        todo = []
+        for c in batch:
+            found = store.get(c.id)
+            if found is not None:
+                by_task[c.task].runs.append(found)
+            else:
+                todo.append((c, POOL_SYSTEM))
+        for result in executor.run(todo):
+            store.add(result, role=POOL)
+            summary.pool += 1
+            by_task[result["task"]].runs.append(result)
     plan: list[EpisodeSpec] = []
     shortfall: dict[str, dict[str, int]] = {}
-    for task in spec.tasks:
-        steps = _plan_steps(task)
-        faults = given or fault_catalogue(as_scene(task))
-        candidates = [EpisodeSpec(POOL, task, s, None) for s in seeds]
-        candidates += [EpisodeSpec(POOL, task, s, f) for s in seeds for f in faults]
-        pool: list[dict[str, Any]] = []
-        while candidates:
-            counts = {k: 0 for k in QUOTA}
-            for r in pool:
-                if r.get("labels"):
-                    st = stage_of(r["labels"], steps)
-                    if (st == "pass") == (r["fault"] is None):
-                        counts[st] += 1
-            need_pass = counts["pass"] < QUOTA["pass"]
-            need_fail = any(counts[k] < QUOTA[k] for k in ("early", "mid", "late"))
-            if not need_pass and not need_fail:
-                break
-            # a fault tends to fail the same step on every seed: once the stages a fault has
-            # produced are full, its other seeds are not worth a run; untried faults first
-            seen: dict[str, set[str]] = {}
-            for r in pool:
-                if r["fault"] is not None and r.get("labels"):
-                    seen.setdefault(r["fault"], set()).add(stage_of(r["labels"], steps))
-            open_stages = {k for k in ("early", "mid", "late") if counts[k] < QUOTA[k]}
-            useful = [c for c in candidates if (c.fault is None and need_pass) or (
-                c.fault is not None and need_fail
-                and (c.fault not in seen or seen[c.fault] & open_stages))]
-            useful.sort(key=lambda c: c.fault is not None and c.fault in seen)  # stable
-            batch = useful[:max(1, executor.workers)]
-            if not batch:
-                break
-            for c in batch:
-                candidates.remove(c)
-            stored = [store.get(c.id) for c in batch]
-            pool += [r for r in stored if r is not None]
-            todo = [(c, POOL_SYSTEM) for c, r in zip(batch, stored, strict=True) if r is None]
-            for result in executor.run(todo):
-                store.add(result, role=POOL)
-                summary.pool += 1
-                pool.append(result)
-        chosen, short = select(pool, steps)
+    for tp in pools:
+        chosen, short = select(tp.runs, tp.steps)
         if short:
-            shortfall[task] = short
+            shortfall[tp.task] = short
         for system in spec.systems:
-            plan += [EpisodeSpec(system.name, task, r["seed"], r["fault"]) for r in chosen]
+            plan += [EpisodeSpec(system.name, tp.task, r["seed"], r["fault"]) for r in chosen]
     summary.shortfall = shortfall or None
     return plan
