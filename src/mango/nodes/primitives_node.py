@@ -102,6 +102,7 @@ class PrimitivesNode(Node):
         self._joints_at = 0.0  # monotonic receipt times
         self._world: bytes | None = None
         self._world_at = 0.0
+        self._last_t = 0.0  # the latest measurement's time: one that goes back is a reset
 
         sensors = MutuallyExclusiveCallbackGroup()
         group = ReentrantCallbackGroup()
@@ -176,6 +177,10 @@ class PrimitivesNode(Node):
         width = float(pos[fingers].sum()) if len(fingers) == 2 else float("nan")
         state: WorldState | None = decode_world_state(world) if world is not None else None
         t = state.t if state is not None else js.header.stamp.sec + js.header.stamp.nanosec * 1e-9
+        with self._state_lock:
+            if t < self._last_t - 0.5:  # the sim was reset: nothing held, nothing seen
+                self._executor = None
+            self._last_t = t
         return Measurement(q, width, t, state)
 
     def detect(self, phrases: list[str], camera: str) -> Perceived:
@@ -281,7 +286,12 @@ class PrimitivesNode(Node):
     # ------------------------------------------------------------------ goals
 
     def _executor_for(self, ports: _GoalPorts) -> PrimitiveExecutor | str:
-        """The executor (kept across goals: it knows what is held), or why there is none."""
+        """The executor (kept across goals: it knows what is held and seen; a new one after
+        a sim reset), or why there is none."""
+        try:
+            self.measure()  # notices a reset (time went back) before a goal uses the old one
+        except RuntimeError as exc:
+            return f"measuring: {exc}"
         with self._state_lock:
             scene, ex = self._scene, self._executor
             if scene is None:

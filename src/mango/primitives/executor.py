@@ -163,12 +163,17 @@ class PrimitiveExecutor:
         self.held_detection: Detection | None = None  # the held object before its grasp
         self._rows_total = self._rows_done = 0
         self._phase = ""
+        # the last detection of each object (entity id, or phrase without one): an object the
+        # arm hides from the camera now is still an obstacle where it was last seen
+        self.seen: dict[str, Detection] = {}
 
     # ----------------------------------------------------------------- perception
     def detect(self, phrases: list[str]) -> Perceived:
         seen = self.ports.detect(phrases)
         if seen.frame is not None:
             self.last_frame = seen.frame
+        for d in seen.found.values():
+            self.seen[d.entity_id or d.phrase] = d
         return seen
 
     # ----------------------------------------------------------------- motion
@@ -307,8 +312,10 @@ class PrimitiveExecutor:
         if req.kind == "on":
             assert anchor is not None
             return surface_target(anchor, self.last_frame), anchor
-        seen = self.detect(obstacle_phrases(self.scene, held.entity_id))
-        obstacles = [d for d in seen.found.values() if d.entity_id != held.entity_id]
+        self.detect(obstacle_phrases(self.scene, held.entity_id))
+        held_key = held.entity_id or (held.detection.phrase if held.detection else None)
+        # seen now, or seen before and hidden now (by the arm holding this object, often)
+        obstacles = [d for k, d in self.seen.items() if k != held_key]
         if anchor is not None:
             obstacles.append(anchor)
         assert held.detection is not None

@@ -18,6 +18,8 @@ from mango.oracle.world_state import WorldState
 from mango.perception.base import Detection, PerceptionBackend, RGBDFrame
 from mango.perception.sim_frames import sim_frame
 from mango.primitives.executor import (
+    CLOSED,
+    MIN_HELD_WIDTH,
     Executed,
     GraspOutcome,
     Measurement,
@@ -29,8 +31,9 @@ from mango.primitives.executor import (
 from mango.primitives.motion import WorldFrameIK
 from mango.primitives.planning import PlaceRequest, PlaceTarget
 from mango.sim.env import SimEnv
+from mango.sim.expert.arm import PlannedArm
 
-__all__ = ["GraspOutcome", "PlaceOutcome", "SimPrimitives"]
+__all__ = ["CLOSED", "MIN_HELD_WIDTH", "GraspOutcome", "PlaceOutcome", "SimPrimitives"]
 
 
 def detect_with(backend: PerceptionBackend, frame: RGBDFrame, phrases: list[str]) -> Perceived:
@@ -61,10 +64,26 @@ class SimPrimitives:
             self.ik, env.scene)
         self.travel_z = self.executor.travel_z
 
-    # what the executor keeps, as before
+    # what the executor keeps, as before (a caller that opens the hand itself says so)
     @property
     def held(self) -> GraspOutcome | None:
         return self.executor.held
+
+    @held.setter
+    def held(self, value: GraspOutcome | None) -> None:
+        self.executor.held = value
+
+    @property
+    def width_cmd(self) -> float:
+        return self.executor.width_cmd
+
+    @width_cmd.setter
+    def width_cmd(self, value: float) -> None:
+        self.executor.width_cmd = value
+
+    def _arm(self, width: float) -> PlannedArm:
+        """The planner from the arm's current joints (the bench times a grasp plan on it)."""
+        return self.executor._arm(self.env.joint_positions(), width)
 
     @property
     def last_frame(self) -> RGBDFrame | None:
