@@ -259,7 +259,8 @@ def test_a_cancel_mid_approach_holds_the_arm(rig: Rig) -> None:
     assert moving > 0.02  # it was moving when cancelled
     time.sleep(0.3)  # commands in flight arrive
     late = [stamp for stamp in rig.commands if stamp > t_cancel]
-    assert late and max(late) - t_cancel <= 1.0 / CONTROL_RATE + 0.1
+    # none at all when the cancel came between two chunks (the next one is never sent)
+    assert not late or max(late) - t_cancel <= 1.0 / CONTROL_RATE + 0.1
     # at rest (the sim's position actuators settle on the hold) where the cancel found it
     wait_for(lambda: rig.speed(time.monotonic() - 0.3) < 0.005, 3.0, "the arm at rest")
     start = rig.joints[-1]
