@@ -1,15 +1,16 @@
-"""primitives_node with real rclpy and the real sim: sim_node (segmentation on), the
-franka_control_node on its `sim` backend, the perception_node on the `sim` backend and the
-primitives_node, each its own process, one stack for the module and many goals.
+"""primitives_node with real rclpy and the real sim: the sim stack's sim_node (segmentation
+on), franka_control_node (`sim` backend), perception_node (`sim` backend) and primitives_node,
+each its own process, one stack for the module and many goals.
 
-Through the Grasp and Place actions: grasp then place in a container, on a surface and in
-empty space (measured: gripper width, finger contacts, perception after the release, and the
-sim's world state as the truth); a cancel mid-approach holds the arm (measured joint
-velocities ~0 after the cancel's result, the position held); a phrase that matches nothing
-and an unreachable target are rejected with the reason; an object slid away through the sim
-between Detect and close is a failed grasp (closed on air, measured).
-Every scene's movable objects are grasped and placed in the embedded core test
-(`test_sim.py`, same executor, sim ports); here a representative subset goes through ROS.
+Through the Grasp and Place actions: grasp then place in a container, on a surface (after a
+scene reset the node follows) and in empty space (measured: gripper width, finger contacts,
+perception after the release; the sim's world state as the truth); a cancel mid-approach
+holds the arm (the controller's last command within one control period, measured joint speed
+~0 after, the position held); a phrase that matches nothing and an unreachable target are
+rejected with the reason; an object slid away through the sim (`~/set_entity_pose`) between
+Detect and close is a failed grasp (closed on air, measured).
+Every scene's movable objects are grasped and placed on the same executor with the embedded
+sim's ports (`test_scenes.py`); here a representative subset goes through ROS.
 """
 
 from __future__ import annotations
@@ -26,14 +27,15 @@ import pytest
 from geometry_msgs.msg import Point, Pose, Quaternion
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from support.ros import Processes, call_service, wait_for
+from support.ros import call_service, wait_for
 
-from mango.client.session import spun_node
+from mango.client.session import StackSession
 from mango.control import load_robot
 from mango.nodes.actions import ActionClient
 from mango.primitives import plan_grasp
 from mango.ros.detection_msg import detection_from_msg
 from mango.ros.world_state_msg import msg_to_state
+from mango.stack import load_stack
 from mango_ros.action import Grasp, Place
 from mango_ros.msg import WorldState
 from mango_ros.srv import Detect, ResetScene, SetEntityPose
@@ -47,12 +49,17 @@ SCENE = "libero10_soup_sauce_basket"
 class Rig:
     node: Node
     ns: str
-    procs: Processes
+    logs: dict[str, list[str]]  # each node's output lines
     grasp: ActionClient
     place: ActionClient
     # (receipt time, arm joint positions, sim stamp); sim_node publishes no velocities
     joints: list[tuple[float, np.ndarray, float]] = field(default_factory=list)
-    commands: list[float] = field(default_factory=list)  # joint_command stamps (wall clock)
+    # joint_command: (receipt time, stamp on the sim's clock, which restarts on a reset)
+    commands: list[tuple[float, float]] = field(default_factory=list)
+
+    def commanded_since(self, since: float, t_sim: float) -> list[float]:
+        """Stamps of the commands received after `since` (monotonic) stamped after `t_sim`."""
+        return [st for r, st in self.commands if r > since and st > t_sim]
     world: list[WorldState] = field(default_factory=list)
 
     def state(self) -> Any:
@@ -107,20 +114,26 @@ def _start_until(client: ActionClient, goal: Any, phase: str, progress: float = 
 
 
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+def rig() -> Iterator[Rig]:
+    """The sim stack's own entries (config/stacks/sim.yaml) for the four nodes, on the front
+    camera at 640 x 480 (the embedded tests' frames)."""
     ns = f"/t{uuid.uuid4().hex[:8]}"
-    procs = Processes(tmp_path_factory.mktemp("primitives"))
-    procs.start("sim_node", "mango.nodes.sim_node", "-r", f"__ns:={ns}",
-                "-p", f"scene:={SCENE}", "-p", "camera_rate:=5.0", "-p", "cameras:=['front']",
-                "-p", "image_width:=640", "-p", "image_height:=480",
-                "-p", "segmentation:=true")
-    procs.start("control", "mango.nodes.franka_control_node", "-r", f"__ns:={ns}",
-                "-p", "backend:=sim", "-p", f"control_rate:={CONTROL_RATE}")
-    procs.start("perception", "mango.nodes.perception_node", "-r", f"__ns:={ns}",
-                "-p", "backend:=sim", "-p", "cameras:=['front']")
-    procs.start("primitives", "mango.nodes.primitives_node", "-r", f"__ns:={ns}")
-    with spun_node("test", threads=3) as node:
-        rig = Rig(node, ns, procs, ActionClient(node, Grasp, f"{ns}/grasp"),
+    stack = load_stack("sim")
+    nodes = {n.name: n for n in stack.nodes
+             if n.name in ("sim_node", "franka_control_node", "perception_node",
+                           "primitives_node")}
+    nodes["sim_node"].parameters.update(scene=SCENE, camera_rate=5.0, cameras=["front"],
+                                        image_width=640, image_height=480)
+    nodes["perception_node"].parameters.update(cameras=["front"])
+    assert nodes["sim_node"].parameters["segmentation"] is True
+    assert nodes["franka_control_node"].parameters["control_rate"] == CONTROL_RATE
+    stack = stack.model_copy(update={"nodes": list(nodes.values())}).in_namespace(ns)
+    logs: dict[str, list[str]] = {}
+    with StackSession(stack, output=lambda who, line: logs.setdefault(who, []).append(
+            line)) as session:
+        node = session.node
+        assert node is not None
+        rig = Rig(node, ns, logs, ActionClient(node, Grasp, f"{ns}/grasp"),
                   ActionClient(node, Place, f"{ns}/place"))
 
         def on_joints(msg: JointState) -> None:
@@ -132,19 +145,19 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         node.create_subscription(JointState, f"{ns}/joint_states", on_joints, 50)
         node.create_subscription(WorldState, f"{ns}/world_state", rig.world.append, 10)
         node.create_subscription(JointState, f"{ns}/joint_command", lambda m: rig.commands.append(
-            m.header.stamp.sec + m.header.stamp.nanosec * 1e-9), 100)
+            (time.monotonic(), m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)), 100)
         try:
             for client in (rig.grasp, rig.place):
-                assert client.wait_for_server(timeout_sec=90), procs.log("primitives")
+                assert client.wait_for_server(timeout_sec=90), logs
             wait_for(lambda: rig.joints and rig.world, 60, "joint and world states")
             wait_for(lambda: call_service(node, Detect, f"{ns}/perception_node/detect",
                                           Detect.Request(phrases=["the basket"]),
                                           timeout=30).success, 90, "perception on sim frames")
             yield rig
         finally:
-            procs.stop_all()
-            for name in ("primitives", "perception", "control"):
-                assert "Traceback" not in procs.log(name), procs.log(name)
+            for who, lines in logs.items():
+                assert not [ln for ln in lines if "Traceback" in ln], (who, lines[-40:])
+
 
 
 def test_grasp_then_place_in_a_container_through_the_actions(rig: Rig) -> None:
@@ -190,14 +203,29 @@ def test_grasp_by_entity_id_then_place_in_empty_space(rig: Rig) -> None:
     assert sauce[1] > basket[1] + 0.12  # left (+y) of the basket's 24 cm width
 
 
+def test_after_a_scene_reset_grasp_then_place_on_a_plate(rig: Rig) -> None:
+    rig.reset("libero10_mugs_plates", 1)  # the node follows the sim's segmentation labels
+    g = _run(rig.grasp, Grasp.Goal(target="the white mug"))
+    assert g.status == Grasp.Result.STATUS_SUCCEEDED and g.entity_id == "porcelain_mug_1", \
+        g.message
+    p = _run(rig.place, Place.Goal(destination="on the plate", object_hint="the white mug"))
+    assert p.status == Place.Result.STATUS_SUCCEEDED and p.satisfied, p.message
+    assert p.destination_id in ("plate_1", "plate_2")
+    st = rig.state()
+    assert st.fact("grasped(porcelain_mug_1)") is False
+    assert st.fact(f"on(porcelain_mug_1,{p.destination_id})") in (True, None)
+    mug, plate = st.objects["porcelain_mug_1"].position, st.objects[p.destination_id].position
+    assert np.hypot(mug[0] - plate[0], mug[1] - plate[1]) < 0.05
+
+
 def test_a_phrase_matching_nothing_and_a_bad_destination_are_rejected(rig: Rig) -> None:
-    t0 = time.time()
+    since, t0 = time.monotonic(), rig.joints[-1][2]
     g = _run(rig.grasp, Grasp.Goal(target="a purple unicorn"))
     assert g.status == Grasp.Result.STATUS_REJECTED and not g.held
     assert "'a purple unicorn' matches nothing" in g.message
     assert "no scene entity matches" in g.message  # the perception node's own reason
     time.sleep(0.2)
-    assert not [t for t in rig.commands if t > t0]  # nothing moved
+    assert not rig.commanded_since(since, t0)  # nothing moved
     empty = _run(rig.grasp, Grasp.Goal(target="  "))
     assert empty.status == Grasp.Result.STATUS_REJECTED and "no target" in empty.message
     bad = _run(rig.place, Place.Goal(destination="somewhere nice"))
@@ -235,12 +263,12 @@ def test_an_unreachable_target_is_rejected_by_ik(rig: Rig) -> None:
                          orientation=Quaternion(w=1.0))))  # ~1 m from the base
     assert r.success, r.message
     time.sleep(0.5)  # a camera frame of it there
-    t0 = time.time()
+    since, t0 = time.monotonic(), rig.joints[-1][2]
     g = _run(rig.grasp, Grasp.Goal(target="the alphabet soup"))
     assert g.status == Grasp.Result.STATUS_REJECTED and g.entity_id == "alphabet_soup_1"
     assert "unreachable" in g.message and "pose unreachable: position" in g.message
     time.sleep(0.2)
-    assert not [t for t in rig.commands if t > t0]  # refused before the arm was moved
+    assert not rig.commanded_since(since, t0)  # refused before the arm was moved
 
 
 def test_a_cancel_mid_approach_holds_the_arm(rig: Rig) -> None:
@@ -250,7 +278,7 @@ def test_a_cancel_mid_approach_holds_the_arm(rig: Rig) -> None:
     rig.reset(SCENE, 0)
     gh, res = _start_until(rig.grasp, Grasp.Goal(target="the alphabet soup"), "approach", 0.1)
     moving = rig.speed(time.monotonic() - 0.5)
-    t_cancel = time.time()  # the control node stamps commands with the wall clock
+    since, t_cancel = time.monotonic(), rig.joints[-1][2]  # commands are on the sim's clock
     gh.cancel_goal_async()
     wait_for(res.done, 10, "the cancelled grasp's result")
     g = res.result().result
@@ -258,7 +286,7 @@ def test_a_cancel_mid_approach_holds_the_arm(rig: Rig) -> None:
     assert "approach" in g.message and not g.held
     assert moving > 0.02  # it was moving when cancelled
     time.sleep(0.3)  # commands in flight arrive
-    late = [stamp for stamp in rig.commands if stamp > t_cancel]
+    late = rig.commanded_since(since - 1.0, t_cancel)
     # none at all when the cancel came between two chunks (the next one is never sent)
     assert not late or max(late) - t_cancel <= 1.0 / CONTROL_RATE + 0.1
     # at rest (the sim's position actuators settle on the hold) where the cancel found it
