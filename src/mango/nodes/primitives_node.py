@@ -11,7 +11,10 @@ goal ends in a terminal state with a reason.
 Parameters: `scene` (name or YAML; "" follows the sim's `camera/segmentation_labels`),
 `robot`, `camera` (default camera), `detect_service`, `execute_chunk_action`,
 `joint_states_topic`, `world_state_topic` ("" for none), `chunk_rate` (Hz the chunks' rows
-are played at), `timeout` (s to wait for a service, a server or a fresh measurement).
+are played at), `timeout` (s to wait for a service, a server or a fresh measurement),
+`planner` (`ik`: the IK ladder, the default; `moveit`: MoveIt plans the free-space legs
+through moveit_py, `mango.primitives.transit`), `moveit_group`, `moveit_link`,
+`moveit_base_frame`.
 """
 
 from __future__ import annotations
@@ -33,7 +36,14 @@ from mango.control import chunk_to_trajectory, load_robot
 from mango.control.kinematics import FR3Kinematics
 from mango.errors import InputError
 from mango.nodes.actions import ActionClient, action_server
-from mango.nodes.common import declare_parameters, latched_qos, positive, rate_param, run_node
+from mango.nodes.common import (
+    Param,
+    declare_parameters,
+    latched_qos,
+    positive,
+    rate_param,
+    run_node,
+)
 from mango.oracle.world_state import WorldState
 from mango.primitives import (
     Executed,
@@ -46,6 +56,7 @@ from mango.primitives import (
     parse_destination,
 )
 from mango.primitives.motion import WorldFrameIK
+from mango.primitives.transit import MoveItTransit, TransitPlanner
 from mango.ros.detection_msg import detection_from_msg, detection_to_msg
 from mango.ros.trajectory_msg import chunk_goal
 from mango.sim.build import CONTROL_HZ
@@ -87,7 +98,10 @@ class PrimitivesNode(Node):
             "detect_service": "perception_node/detect",
             "execute_chunk_action": "execute_chunk", "joint_states_topic": "joint_states",
             "world_state_topic": "world_state",
-            "chunk_rate": rate_param(float(CONTROL_HZ)), "timeout": positive(10.0)})
+            "chunk_rate": rate_param(float(CONTROL_HZ)), "timeout": positive(10.0),
+            "planner": Param("ik", lambda v: v in ("ik", "moveit"), "'ik' or 'moveit'"),
+            "moveit_group": "fr3_arm", "moveit_link": "fr3_hand_tcp",
+            "moveit_base_frame": "fr3_link0"})
         self.robot = load_robot(p["robot"])
         self.kin = FR3Kinematics(self.robot)
         self.camera = str(p["camera"])
@@ -95,6 +109,7 @@ class PrimitivesNode(Node):
         self.timeout = float(p["timeout"])
         self._scene: SceneSpec | None = as_scene(p["scene"]) if p["scene"] else None
         self._executor: PrimitiveExecutor | None = None
+        self._moveit = self._make_moveit(p) if p["planner"] == "moveit" else None
         self._ports: _GoalPorts | None = None  # the running goal's
         self._busy = threading.Lock()
         self._state_lock = threading.Lock()
@@ -126,6 +141,24 @@ class PrimitivesNode(Node):
         self.get_logger().info(
             f"grasp/place through {p['detect_service']} and {p['execute_chunk_action']}"
             + (f", scene {self._scene.name}" if self._scene else ", scene from the sim"))
+
+    def _make_moveit(self, p: dict[str, Any]) -> Any:
+        """moveit_py's MoveItPy (a system ROS 2 with MoveIt and franka_fr3_moveit_config's
+        parameters for it, as its launch file gives them)."""
+        try:
+            from moveit.planning import MoveItPy
+        except ImportError as exc:
+            raise InputError(f"planner 'moveit' needs moveit_py (a system ROS 2 with MoveIt "
+                             f"2): {exc}", field="planner") from None
+        self._moveit_params = (p["moveit_group"], p["moveit_link"], p["moveit_base_frame"])
+        return MoveItPy(node_name=f"{self.get_name()}_moveit")
+
+    def _transit(self, scene: SceneSpec) -> TransitPlanner | None:
+        if self._moveit is None:
+            return None  # the IK ladder
+        group, link, frame = self._moveit_params
+        return MoveItTransit(self._moveit, (scene.robot.base, (1.0, 0.0, 0.0, 0.0)),
+                             self.robot.joint_names, group=group, link=link, base_frame=frame)
 
     # ------------------------------------------------------------------ inputs
 
@@ -305,7 +338,7 @@ class PrimitivesNode(Node):
                     measure=self.measure,
                     cancelled=lambda: self._ports.cancelled(),  # type: ignore[union-attr]
                     feedback=lambda ph, pr: self._ports.feedback(ph, pr)),  # type: ignore[union-attr]
-                    ik, scene)
+                    ik, scene, self._transit(scene))
         self._ports = ports
         return ex
 

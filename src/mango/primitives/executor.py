@@ -41,6 +41,7 @@ from mango.primitives.planning import (
     surface_height,
     surface_target,
 )
+from mango.primitives.transit import LadderTransit, TransitPlanner
 from mango.sim.expert.arm import ExpertError, PlannedArm
 from mango.sim.expert.motions import down_quat, travel_height
 from mango.sim.scene import SceneSpec
@@ -152,8 +153,10 @@ class PrimitiveExecutor:
     """Grasp and place on one arm in one scene, through `ports`; `ik` is the FR3's ladder in
     the world frame (`WorldFrameIK`)."""
 
-    def __init__(self, ports: PrimitivePorts, ik: WorldFrameIK, scene: SceneSpec) -> None:
+    def __init__(self, ports: PrimitivePorts, ik: WorldFrameIK, scene: SceneSpec,
+                 transit: TransitPlanner | None = None) -> None:
         self.ports, self.ik, self.scene = ports, ik, scene
+        self.transit: TransitPlanner = transit or LadderTransit()
         self.travel_z = travel_height(scene)
         self.area = table_area(scene)
         self.held: GraspOutcome | None = None
@@ -233,9 +236,7 @@ class PrimitiveExecutor:
         arm = self._arm(m0.q, self.width_cmd)
         try:
             quat = down_quat(arm.grip_yaw(plan.opening_yaw))
-            approach: list[np.ndarray] = []
-            for part in arm.travel_to(plan.pre_grasp, quat, width=plan.width):
-                approach += part
+            approach = self.transit.approach(arm, plan.pre_grasp, quat, plan.width)
             approach += arm.line(plan.grasp, speed=arm.approach_speed)
             close = arm.hold(0.15) + arm.hold(0.7, CLOSED)
             lift = arm.line(np.array([plan.grasp[0], plan.grasp[1], self.travel_z]),
@@ -341,7 +342,8 @@ class PrimitiveExecutor:
         try:
             _, quat = arm.pose()
             carry = max(self.travel_z, float(release[2]) + 0.1)
-            approach = arm.line(np.array([release[0], release[1], carry]), quat)
+            approach = self.transit.transport(arm, np.array([release[0], release[1], carry]),
+                                              quat)
             approach += arm.line(release, speed=arm.approach_speed)
             approach += arm.hold(0.1)
             let_go = arm.hold(0.5, min(GRIPPER_OPEN, m0.width + 0.025))

@@ -30,6 +30,7 @@ from mango.primitives.executor import (
 )
 from mango.primitives.motion import WorldFrameIK
 from mango.primitives.planning import PlaceRequest, PlaceTarget
+from mango.primitives.transit import TransitPlanner
 from mango.sim.env import SimEnv
 from mango.sim.expert.arm import PlannedArm
 
@@ -48,11 +49,13 @@ def detect_with(backend: PerceptionBackend, frame: RGBDFrame, phrases: list[str]
 class SimPrimitives:
     """Grasp/place primitives on a `SimEnv`, seeing through one camera with one backend.
 
-    `on_state` gets the world state after every control step (a trace writer)."""
+    `on_state` gets the world state after every control step (a trace writer); `transit`
+    plans the free-space legs (default: the IK ladder, `primitives.transit`)."""
 
     def __init__(self, env: SimEnv, backend: PerceptionBackend, camera: str = "front", *,
                  privileged: bool = True,
-                 on_state: Callable[[WorldState], None] | None = None) -> None:
+                 on_state: Callable[[WorldState], None] | None = None,
+                 transit: TransitPlanner | None = None) -> None:
         self.env, self.backend, self.camera = env, backend, camera
         self.privileged = privileged
         self.on_state = on_state
@@ -61,7 +64,7 @@ class SimPrimitives:
         self.executor = PrimitiveExecutor(
             PrimitivePorts(detect=self._detect, execute_chunk=self._execute_chunk,
                            measure=self._measure, truth=self._truth),
-            self.ik, env.scene)
+            self.ik, env.scene, transit)
         self.travel_z = self.executor.travel_z
 
     # what the executor keeps, as before (a caller that opens the hand itself says so)
