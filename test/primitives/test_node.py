@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,9 +29,9 @@ from action_msgs.msg import GoalStatus, GoalStatusArray
 from geometry_msgs.msg import Point, Pose, Quaternion
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from support.ros import call_service, wait_for
+from support.ros import Processes, call_service, wait_for
 
-from mango.client.session import StackSession
+from mango.client.session import StackSession, spun_node
 from mango.control import load_robot
 from mango.nodes.actions import ActionClient
 from mango.primitives import plan_grasp
@@ -313,3 +314,46 @@ def test_a_cancel_mid_approach_holds_the_arm(rig: Rig) -> None:
     at = plan_grasp(detection_from_msg(g.detection)).grasp
     assert math.dist((hand.x, hand.y, hand.z), at) > 0.05
     assert g.gripper_width > 0.06
+
+
+def test_the_node_survives_what_its_inputs_get_wrong(tmp_path: Path) -> None:
+    """Joint states it cannot read, a world state that does not decode, goals with nothing
+    in them: each goal ends with the reason and the node answers the next one."""
+    ns = f"/t{uuid.uuid4().hex[:8]}"
+    procs = Processes(tmp_path)
+    procs.start("primitives", "mango.nodes.primitives_node", "-r", f"__ns:={ns}",
+                "-p", f"scene:={SCENE}", "-p", "timeout:=1.0")
+    try:
+        with spun_node("test", threads=2) as node:
+            grasp = ActionClient(node, Grasp, f"{ns}/grasp")
+            assert grasp.wait_for_server(timeout_sec=60), procs.log("primitives")
+            js = node.create_publisher(JointState, f"{ns}/joint_states", 10)
+            ws = node.create_publisher(WorldState, f"{ns}/world_state", 10)
+            short = JointState(name=JOINTS, position=[0.0, 1.0])  # 7 names, 2 positions
+            nan = JointState(name=JOINTS, position=[float("nan")] * 7)
+            good = JointState(name=[*JOINTS, "fr3_finger_joint1", "fr3_finger_joint2"],
+                              position=[0.0] * 9)
+            feed = {"js": short, "junk": False}
+
+            def tick() -> None:
+                js.publish(feed["js"])
+                if feed["junk"]:
+                    ws.publish(b"\x00\x01\x00\x00junk that is no WorldState")
+
+            node.create_timer(0.02, tick)
+            g = _run(grasp, Grasp.Goal(target="the alphabet soup"), timeout=30)
+            assert g.status == Grasp.Result.STATUS_REJECTED
+            assert "no fresh joint states within 1 s" in g.message, g.message
+            feed["js"] = nan
+            g = _run(grasp, Grasp.Goal(target="the alphabet soup"), timeout=30)
+            assert "no fresh joint states" in g.message, g.message
+            feed["js"], feed["junk"] = good, True
+            g = _run(grasp, Grasp.Goal(target="the alphabet soup"), timeout=30)
+            assert g.status == Grasp.Result.STATUS_REJECTED
+            assert "the world state received is malformed" in g.message, g.message
+            g = _run(grasp, Grasp.Goal(target="\x00" * 5000), timeout=30)
+            assert g.status in (Grasp.Result.STATUS_REJECTED, Grasp.Result.STATUS_FAILED)
+            assert g.message
+        assert "Traceback" not in procs.log("primitives")
+    finally:
+        procs.stop_all()

@@ -40,6 +40,7 @@ from mango.nodes.common import (
     Param,
     declare_parameters,
     latched_qos,
+    one_line,
     positive,
     rate_param,
     run_node,
@@ -163,7 +164,9 @@ class PrimitivesNode(Node):
     # ------------------------------------------------------------------ inputs
 
     def _on_joints(self, msg: JointState) -> None:
-        if set(self.robot.joint_names) <= set(msg.name):
+        # a state that cannot be read is no state: the last good one stays the latest
+        if len(msg.position) == len(msg.name) and set(self.robot.joint_names) <= set(msg.name) \
+                and all(math.isfinite(v) for v in msg.position):
             with self._state_lock:
                 self._joints, self._joints_at = msg, time.monotonic()
 
@@ -208,7 +211,12 @@ class PrimitivesNode(Node):
         q = pos[[names.index(n) for n in self.robot.joint_names]]
         fingers = [names.index(f) for f in FINGERS if f in names]
         width = float(pos[fingers].sum()) if len(fingers) == 2 else float("nan")
-        state: WorldState | None = decode_world_state(world) if world is not None else None
+        try:
+            state: WorldState | None = (decode_world_state(world) if world is not None
+                                        else None)
+        except Exception as exc:  # what a publisher may get wrong: the goal says so
+            raise RuntimeError(f"the world state received is malformed: {one_line(exc)}"
+                               ) from None
         t = state.t if state is not None else js.header.stamp.sec + js.header.stamp.nanosec * 1e-9
         with self._state_lock:
             if t < self._last_t - 0.5:  # the sim was reset: nothing held, nothing seen
