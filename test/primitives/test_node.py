@@ -163,6 +163,8 @@ def rig() -> Iterator[Rig]:
                                           timeout=30).success, 90, "perception on sim frames")
             yield rig
         finally:
+            rig.grasp.destroy()
+            rig.place.destroy()
             for who, lines in logs.items():
                 assert not [ln for ln in lines if "Traceback" in ln], (who, lines[-40:])
 
@@ -303,11 +305,13 @@ def test_a_cancel_mid_approach_holds_the_arm(rig: Rig) -> None:
     else:  # the cancel came between two chunks: the next one was never sent
         assert last is None or last - since <= 0.1
     # at rest (the sim's position actuators settle on the hold) where the cancel found it
-    wait_for(lambda: rig.speed(time.monotonic() - 0.3) < 0.005, 3.0, "the arm at rest")
+    # (they converge on it exponentially, from the speed at the cancel: under 1 mrad/s
+    # within a few seconds)
+    wait_for(lambda: rig.speed(time.monotonic() - 0.3) < 0.001, 5.0, "the arm at rest")
     start = rig.joints[-1]
     time.sleep(1.0)
     end = rig.joints[-1]
-    assert rig.speed(start[0]) < 0.005  # rad/s, measured
+    assert rig.speed(start[0]) < 0.001  # rad/s, measured
     assert np.abs(end[1] - start[1]).max() < 1e-3  # rad: the position held
     # stopped on the way: the hand short of the grasp point, open (the close never ran)
     hand = g.final_hand_pose.position
@@ -340,7 +344,7 @@ def test_the_node_survives_what_its_inputs_get_wrong(tmp_path: Path) -> None:
                 if feed["junk"]:
                     ws.publish(b"\x00\x01\x00\x00junk that is no WorldState")
 
-            node.create_timer(0.02, tick)
+            timer = node.create_timer(0.02, tick)
             g = _run(grasp, Grasp.Goal(target="the alphabet soup"), timeout=30)
             assert g.status == Grasp.Result.STATUS_REJECTED
             assert "no fresh joint states within 1 s" in g.message, g.message
@@ -354,6 +358,8 @@ def test_the_node_survives_what_its_inputs_get_wrong(tmp_path: Path) -> None:
             g = _run(grasp, Grasp.Goal(target="\x00" * 5000), timeout=30)
             assert g.status in (Grasp.Result.STATUS_REJECTED, Grasp.Result.STATUS_FAILED)
             assert g.message
+            node.destroy_timer(timer)
+            grasp.destroy()
         assert "Traceback" not in procs.log("primitives")
     finally:
         procs.stop_all()
