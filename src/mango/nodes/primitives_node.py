@@ -68,6 +68,7 @@ from mango_ros.msg import WorldState as WorldStateMsg
 from mango_ros.srv import Detect
 
 FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
+SCENE_SETTLE = 2.0  # s after a scene change during which "nothing matched" is asked again
 SERVER_LOST_AFTER = 2.0  # s the execute_chunk server may vanish before a chunk counts as lost
 _STATUS = {"succeeded": 0, "failed": 1, "cancelled": 2, "rejected": 3}
 
@@ -119,6 +120,7 @@ class PrimitivesNode(Node):
         self._world: bytes | None = None
         self._world_at = 0.0
         self._last_t = 0.0  # the latest measurement's time: one that goes back is a reset
+        self._scene_at = -math.inf  # when the sim's labels last named another scene
 
         sensors = MutuallyExclusiveCallbackGroup()
         group = ReentrantCallbackGroup()
@@ -183,6 +185,7 @@ class PrimitivesNode(Node):
                 return
             with self._state_lock:
                 self._scene, self._executor = scene, None  # a new scene: nothing is held
+                self._scene_at = time.monotonic()
 
     def _on_goal(self, _goal: Any) -> GoalResponse:
         # one primitive at a time: both drive the same arm
@@ -233,11 +236,17 @@ class PrimitivesNode(Node):
         deadline = time.monotonic() + self.timeout
         while True:
             seen, stamp = self._detect_once(phrases, camera)
+            # the perception node takes a new scene from the same latched labels as this node:
+            # for a moment after a scene change it may still ground phrases on the old one
+            settling = time.monotonic() - self._scene_at < SCENE_SETTLE and not seen.found
             # a stamp ahead of the arm's is a capture from before a sim reset (time restarted)
-            if seen.error is None and (stamp is None or now <= stamp <= self._sim_now() + 0.2):
+            if seen.error is None and not settling and (
+                    stamp is None or now <= stamp <= self._sim_now() + 0.2):
                 return seen
             if time.monotonic() > deadline:  # perception not ready (no frame yet), or stale
-                return seen if seen.error is not None else Perceived({}, {}, error=(
+                if seen.error is not None or settling:
+                    return seen
+                return Perceived({}, {}, error=(
                     f"no camera frame newer than t={now:.2f} s within {self.timeout:g} s "
                     f"(the latest is t={stamp:.2f} s)"))
             time.sleep(0.05)
