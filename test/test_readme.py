@@ -157,6 +157,19 @@ def _check_gazebo_launch() -> None:
     assert control["parameters"]["backend"] == "franka_ros2"
 
 
+def _check_primitive_actions() -> None:
+    # `ros2 action send_goal NAME TYPE GOAL` sends one goal of TYPE to the action NAME
+    # (ros2/ros2cli: ros2action/ros2action/verb/send_goal.py); the sim stack runs the node
+    # serving /grasp and /place, and test/primitives/test_node.py sends both on that stack
+    stack = yaml.safe_load((ROOT / "config" / "stacks" / "sim.yaml").read_text())
+    assert "primitives_node" in {n["name"] for n in stack["nodes"]}
+    node = (ROOT / "src/mango/nodes/primitives_node.py").read_text()
+    assert '(Grasp, "grasp"' in node and '(Place, "place"' in node
+    test = (ROOT / "test/primitives/test_node.py").read_text()
+    assert 'load_stack("sim")' in test and "Grasp.Goal(target=" in test
+    assert "Place.Goal(destination=" in test
+
+
 def _check_fr3_launch() -> None:
     # the launch file starts config/stacks/fr3.yaml; the README's files are its parameters
     assert "stack_launch_description(\"fr3\")" in (ROOT / "launch" / "fr3.launch.py").read_text()
@@ -332,6 +345,13 @@ WALK: dict[str, tuple[Step, ...]] = {
         NotHere("the colcon workspace of a system ROS 2 (none here)", _check_ament_package),),
     "colcon build --packages-select mango_ros && . install/setup.bash": (
         NotHere("needs colcon and ament_cmake from a system ROS 2", _check_ament_package),),
+    "ros2 action send_goal /grasp mango_ros/action/Grasp \"{target: 'the alphabet soup'}\" "
+    "--feedback": (
+        NotHere("needs the ros2 CLI; test/primitives/test_node.py sends Grasp goals to the sim "
+                "stack's primitives_node", _check_primitive_actions),),
+    "ros2 action send_goal /place mango_ros/action/Place \"{destination: 'in the basket'}\"": (
+        NotHere("needs the ros2 CLI; test/primitives/test_node.py sends Place goals to the sim "
+                "stack's primitives_node", _check_primitive_actions),),
     "ros2 run mango_ros oracle_node --ros-args -p oracle_file:=…": (
         NotHere("needs the ros2 CLI; `python -m mango.nodes.oracle_node` is walked instead",
                 _check_ros2_run_oracle_node),),

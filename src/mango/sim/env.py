@@ -373,6 +373,30 @@ class SimEnv:
         """The camera is fixed in the world (not carried by the robot)."""
         return int(self.model.cam_bodyid[self._camera_id(name)]) == 0
 
+    def place_entity(self, entity_id: str, position: Sequence[float],
+                     quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0)) -> None:
+        """Put a movable entity (its free joint) at a world pose, at rest: a hand in the world
+        for tests and demos (an object slid away between a detection and a grasp)."""
+        b = self.built
+        if entity_id not in b.free_qpos:
+            movable = ", ".join(sorted(b.free_qpos)) or "none"
+            raise InputError(f"'{entity_id}' is not a movable entity of scene "
+                             f"'{self.scene.name}' (movable: {movable})", field="entity_id")
+        pos, q = np.asarray(position, float), np.asarray(quat, float)
+        if pos.shape != (3,) or q.shape != (4,) or not (np.all(np.isfinite(pos))
+                                                         and np.all(np.isfinite(q))):
+            raise InputError("an entity pose needs a finite position (3) and quaternion (4)",
+                             field="pose")
+        n = float(np.linalg.norm(q))
+        if n < 1e-9:
+            raise InputError("the entity's orientation quaternion is zero", field="pose")
+        with self.lock:
+            a, v = b.free_qpos[entity_id], b.free_dof[entity_id]
+            self.data.qpos[a:a + 3] = pos
+            self.data.qpos[a + 3:a + 7] = q / n
+            self.data.qvel[v:v + 6] = 0.0
+            mujoco.mj_forward(self.model, self.data)
+
     def robot_base_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """The robot base (the URDF's root link) in the world: position, quaternion."""
         return np.asarray(self.scene.robot.base, float), np.array([1.0, 0.0, 0.0, 0.0])
