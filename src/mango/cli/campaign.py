@@ -46,8 +46,6 @@ def run(
     from mango.evaluation.campaign import load_campaign
     from mango.evaluation.runner import run_campaign
 
-    if ray_address is not None:
-        _fail("--ray-address: Ray scale-out is not built yet; run with --workers N")
     try:
         campaign = load_campaign(campaign_file)
     except InputError as exc:
@@ -73,7 +71,7 @@ def run(
         summary_skipped[0] = done_before
         progress.update(bar, completed=done_before)
         try:
-            summary = run_campaign(campaign, out, workers, on_result)
+            summary = run_campaign(campaign, out, workers, on_result, ray_address)
         except InputError as exc:
             _fail(str(exc))
     console.print(f"{summary.ran} episodes run, {summary.skipped} already stored, "

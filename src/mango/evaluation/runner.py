@@ -21,7 +21,7 @@ from typing import Any
 
 from mango.errors import InputError
 from mango.evaluation.campaign import Campaign, EpisodeSpec
-from mango.evaluation.episodes import run_episode_spec
+from mango.evaluation.episodes import execute_episode, write_episode
 from mango.evaluation.sampling import QUOTA, fault_catalogue, select, stage_of
 from mango.evaluation.store import Store
 
@@ -42,24 +42,36 @@ class RunSummary:
 
 
 class _Executor:
-    """Episodes in this process (one worker) or on spawned processes, results as they end."""
+    """Episodes in this process (one worker), on spawned processes, or as Ray tasks; results
+    (with their files) come back as they end, in whatever order they end."""
 
-    def __init__(self, workers: int, out: Path) -> None:
-        self.workers, self.out = workers, out
+    def __init__(self, workers: int, ray_address: str | None = None) -> None:
+        self.workers = workers
+        self.ray_address = ray_address
         self.pool: ProcessPoolExecutor | None = None
+        self._ray: Any = None
 
-    def run(self, specs: list[tuple[EpisodeSpec, dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+    def run(self, specs: list[tuple[EpisodeSpec, dict[str, Any]]]
+            ) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
+        if self.ray_address is not None:
+            if self._ray is None:
+                from mango.evaluation.ray_runner import RayEpisodes
+
+                self._ray = RayEpisodes(self.ray_address)
+            self.workers = self._ray.slots
+            yield from self._ray.run(specs)
+            return
         if self.workers <= 1:
             for spec, system in specs:
-                yield run_episode_spec(spec, system, self.out)
+                yield execute_episode(spec, system)
             return
         if self.pool is None:
             self.pool = ProcessPoolExecutor(max_workers=self.workers,
                                             mp_context=multiprocessing.get_context("spawn"))
         queue = iter(specs)
-        pending: set[Future[dict[str, Any]]] = set()
+        pending: set[Future[tuple[dict[str, Any], dict[str, str]]]] = set()
         for spec, system in queue:  # keep the workers busy, not the whole plan queued
-            pending.add(self.pool.submit(run_episode_spec, spec, system, self.out))
+            pending.add(self.pool.submit(execute_episode, spec, system))
             if len(pending) >= 2 * self.workers:
                 break
         while pending:
@@ -68,17 +80,22 @@ class _Executor:
                 yield f.result()
                 nxt = next(queue, None)
                 if nxt is not None:
-                    pending.add(self.pool.submit(run_episode_spec, nxt[0], nxt[1], self.out))
+                    pending.add(self.pool.submit(execute_episode, nxt[0], nxt[1]))
 
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown(wait=False, cancel_futures=True)
+        if self._ray is not None:
+            self._ray.close()
 
 
 def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
-                 on_result: Callable[[dict[str, Any], int, int], None] | None = None
-                 ) -> RunSummary:
-    """Run what is left of `campaign` into `out`; `on_result(result, done, total)` per episode."""
+                 on_result: Callable[[dict[str, Any], int, int], None] | None = None,
+                 ray_address: str | None = None) -> RunSummary:
+    """Run what is left of `campaign` into `out`; `on_result(result, done, total)` per episode.
+
+    `ray_address` ("auto", "HOST:PORT") runs each episode as a Ray task instead of on local
+    workers; the results stream back into the same store."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     summary = RunSummary()
@@ -89,9 +106,11 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
                              "file); use a new output folder", file=campaign.file)
         store.set_meta("campaign", campaign.spec.model_dump(mode="json"))
         systems = {n: s.model_dump(mode="json") for n, s in campaign.systems.items()}
-        executor = _Executor(workers, out)
+        executor = _Executor(workers, ray_address)
 
-        def record(result: dict[str, Any]) -> None:
+        def record(result: dict[str, Any], files: dict[str, str] | None = None) -> None:
+            if files is not None:
+                write_episode(out, result, files)
             store.add(result)
             summary.ran += 1
             summary.errors += result.get("error") is not None
@@ -109,13 +128,13 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
             summary.skipped = summary.total - len(todo)
             rest = []
             for e in todo:
-                reused = _pool_run(store, e, systems[e.system])
+                reused = _pool_run(store, out, e, systems[e.system])
                 if reused is not None:
-                    record(reused)
+                    record(*reused)
                 else:
                     rest.append((e, systems[e.system]))
-            for result in executor.run(rest):
-                record(result)
+            for result, files in executor.run(rest):
+                record(result, files)
         except KeyboardInterrupt:
             summary.interrupted = "interrupted"
         except BrokenProcessPool:
@@ -125,14 +144,20 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
     return summary
 
 
-def _pool_run(store: Store, spec: EpisodeSpec, system: dict[str, Any]) -> dict[str, Any] | None:
-    """The pool's result for this episode when the system is the pool's expert."""
+def _pool_run(store: Store, out: Path, spec: EpisodeSpec, system: dict[str, Any]
+              ) -> tuple[dict[str, Any], dict[str, str]] | None:
+    """The pool's run of this episode (result and files) when the system is the pool's
+    expert: the same policy, seed and fault is the same episode."""
     if system.get("kind") != "policy" or system.get("backend") != "expert":
         return None
-    found = store.get(EpisodeSpec(POOL, spec.task, spec.seed, spec.fault).id)
+    pool_id = EpisodeSpec(POOL, spec.task, spec.seed, spec.fault).id
+    found = store.get(pool_id)
     if found is None:
         return None
-    return {**found, "episode": spec.id, "system": spec.system, "reused_from": found["episode"]}
+    folder = out / "episodes" / pool_id
+    files = {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*")
+             if p.name != "result.json"} if folder.is_dir() else {}
+    return {**found, "episode": spec.id, "system": spec.system, "reused_from": pool_id}, files
 
 
 def _plan_steps(task: str) -> list[str]:
@@ -213,7 +238,8 @@ def _sample(campaign: Campaign, store: Store, executor: _Executor,
                 by_task[c.task].runs.append(found)
             else:
                 todo.append((c, POOL_SYSTEM))
-        for result in executor.run(todo):
+        for result, files in executor.run(todo):
+            write_episode(store.path.parent, result, files)
             store.add(result, role=POOL)
             summary.pool += 1
             by_task[result["task"]].runs.append(result)
