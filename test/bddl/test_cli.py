@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mango.cli.main import app
+from mango.oracle.expr import iter_atoms, parse_expression
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "test" / "data" / "bddl"
@@ -64,6 +65,16 @@ def test_generate_oracle_and_symbolic_accept_the_import(name: str, tmp_path: Pat
     assert sym.exit_code == 0, sym.stderr
     report = json.loads(sym.stdout)
     assert report["verdict"] == "pass" and report["first_satisfied_t"] == 1.0
+    # the same goal in LIBERO's semantics, with the optional library
+    lib = ROOT / "config" / "functions" / "libero.json"
+    libero_trace = out / "libero.jsonl"
+    libero_atoms = [str(a) for a in iter_atoms(parse_expression(task["goal_libero"]))]
+    libero_trace.write_text(json.dumps({"t": 0.0, "facts": {a: True for a in libero_atoms}})
+                            + "\n")
+    sym = mango("oracle", "symbolic", task["goal_libero"], libero_trace, "--functions", lib,
+                "--json")
+    assert sym.exit_code == 0, sym.stderr
+    assert json.loads(sym.stdout)["verdict"] == "pass"
     # task.json itself carries "goal", which `oracle symbolic` reads from a file
     assert json.loads(mango("oracle", "symbolic", out / "task.json", trace, "--json")
                       .stdout)["verdict"] == "pass"

@@ -77,6 +77,11 @@ def test_kitchen_goal_and_task_json() -> None:
     assert t["objects"] == ["akita_black_bowl_1", "akita_black_bowl_2", "plate_1", "butter_1"]
     assert t["fixtures"] == ["kitchen_table", "wooden_cabinet_1", "flat_stove_1", "microwave_1"]
     assert len(t["goal_atoms"]) == 5
+    assert t["goal_libero"] == (
+        "libero_in(akita_black_bowl_1, wooden_cabinet_1_top_region) and libero_close(microwave_1)"
+        " and libero_turnon(flat_stove_1) and libero_on(akita_black_bowl_2, "
+        "flat_stove_1_cook_region) and libero_open(wooden_cabinet_1_middle_region)"
+    )
     assert "turnoff(flat_stove_1)" in t["init"]
     assert t["categories"]["akita_black_bowl_2"] == "akita_black_bowl"
     assert json.loads(json.dumps(t)) == t

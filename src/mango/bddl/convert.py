@@ -60,6 +60,20 @@ def formula_expression(f: Formula) -> Expr:
     return And(parts) if f.kind == "and" else Or(parts)
 
 
+def libero_expression(expr: Expr) -> Expr:
+    """The same goal over the optional `libero` library's predicates (LIBERO's semantics:
+    `config/functions/libero.json`): in -> libero_in, ..., turnoff -> libero_turnoff."""
+    if isinstance(expr, ExprAtom):
+        if expr.predicate in _STATE_PREDICATES:
+            return ExprAtom(f"libero_{expr.predicate}", expr.args)
+        return expr
+    if isinstance(expr, Not):
+        return Not(libero_expression(expr.operand))
+    if isinstance(expr, And | Or):
+        return type(expr)(tuple(libero_expression(op) for op in expr.operands))
+    return expr
+
+
 def goal_expression(problem: Problem) -> str:
     """The `:goal` as §1 text, e.g. `turnon(flat_stove_1) and on(moka_pot_1, ...)`."""
     return format_expression(formula_expression(problem.goal))
@@ -158,6 +172,7 @@ def scene_json(problem: Problem) -> dict[str, Any]:
 
 def task_json(problem: Problem) -> dict[str, Any]:
     """task.json (commands.md §6): instruction, §1 goal, problem name, objects, fixtures; plus
+    the goal in LIBERO's semantics (`goal_libero`, for `--functions config/functions/libero.json`),
     the goal's atoms, `:obj_of_interest`, `:init` as §1 atoms and each id's LIBERO category."""
     goal = formula_expression(problem.goal)
     notes = [
@@ -183,6 +198,7 @@ def task_json(problem: Problem) -> dict[str, Any]:
     return {
         "instruction": problem.language,
         "goal": format_expression(goal),
+        "goal_libero": format_expression(libero_expression(goal)),
         "problem": problem.name,
         "objects": [e.name for e in problem.objects],
         "fixtures": [e.name for e in problem.fixtures],
