@@ -52,6 +52,7 @@ def test_categories_from_ids() -> None:
     assert category_of("white_cabinet_1_top_region") == "white_cabinet"
     assert category_of("microwave_1") == "microwave"
     assert category_of("flat_stove_1_knob") == "flat_stove"
+    assert category_of("chefmate_8_frypan_1") == "chefmate_8_frypan"
     assert category_of("table") is None
 
 

@@ -3,8 +3,9 @@
 `import` writes `DIR/task.json` and `DIR/scene.json` (oracles.md §4 with the initial
 `layout`), ready for `mango generate oracle --scene DIR/scene.json` and `mango oracle
 symbolic "$(jq -r .goal DIR/task.json)"`. `export` prints the `(:goal (And ...))` of a
-fine-grained oracle's end state. Exit 0 when done, 2 on bad input (one `error:` line naming
-file:line:column).
+fine-grained oracle's end state. `scene` writes a sim scene (`config/scenes/*.yaml` format)
+for `mango sim run --scene SCENE.yaml`, or exits 1 naming what the sim cannot build. Exit 0
+when done, 2 on bad input (one `error:` line naming file:line:column).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-app = typer.Typer(help="LIBERO BDDL task files: import, export.", no_args_is_help=True)
+app = typer.Typer(help="LIBERO BDDL task files: import, scene, export.", no_args_is_help=True)
 
 
 def _fail(message: object, code: int = 2) -> NoReturn:
@@ -59,6 +60,48 @@ def import_cmd(
         for note in t["notes"]:
             err.write(f"  note: {note}\n")
         err.write(f"wrote {folder / 'task.json'} and {folder / 'scene.json'}\n")
+
+
+@app.command("scene")
+def scene_cmd(
+    task: Annotated[Path, typer.Argument(help="A LIBERO .bddl file.")],
+    out: Annotated[Path, typer.Option("--output", "-o", help="The scene YAML to write.")],
+    name: Annotated[str | None, typer.Option("--name", help="Scene name (default: bddl_STEM).")]
+    = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
+) -> None:
+    """Write a sim scene built from the task's layout, or say what the sim cannot build."""
+    import yaml
+
+    from mango.bddl.parser import read_bddl
+    from mango.bddl.scene import sim_scene
+    from mango.cli.outputs import output_file_in, write_error
+    from mango.errors import InputError
+
+    try:
+        target = output_file_in(str(out), f"bddl_{task.stem}.yaml", "scene file")
+        problem = read_bddl(task)
+    except InputError as exc:
+        _fail(exc)
+    result = sim_scene(problem, name or f"bddl_{task.stem}")
+    if result.scene is None:
+        sys.stderr.write(f"error: {task}: the embedded sim cannot build this task:\n")
+        for m in result.missing:
+            sys.stderr.write(f"  - {m}\n")
+        raise typer.Exit(1)
+    data = result.scene.model_dump(mode="json", exclude_defaults=True)
+    data = {"name": data.pop("name"), "instruction": data.pop("instruction"), **data}
+    header = f"# Built by `mango bddl scene` from {task.name} (LIBERO BDDL).\n"
+    text = header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail(write_error(exc, target))
+    if not quiet:
+        for note in result.left_out:
+            sys.stderr.write(f"  left out: {note}\n")
+        sys.stderr.write(f"wrote {target} ({len(result.scene.entities)} entities, "
+                         f"{len(result.scene.expert)} expert steps)\n")
 
 
 @app.command("export")

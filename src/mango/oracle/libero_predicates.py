@@ -51,7 +51,9 @@ SITE_ON_ABOVE = 0.10  # ... dz < total_size[2] + other_height (0.10)
 SITE_IN_Z_RELAX = 0.01  # SiteObject.in_box: lb[2] -= 0.01
 OBJECT_ON_XY = 0.03  # ObjectState.check_ontop: xy distance < 0.03
 
-_INSTANCE = re.compile(r"^(.*?)_\d+(?:_.*)?$")
+# `<category>_<n>` then an optional part name without digits (`_top_region`, `_knob`); the
+# lazy category backs off past digits inside it (`chefmate_8_frypan_1`).
+_INSTANCE = re.compile(r"^(.*?)_\d+(?:_[a-z_]+)?$")
 
 
 def category_of(name: str) -> str | None:

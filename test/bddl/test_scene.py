@@ -1,0 +1,82 @@
+"""`mango bddl scene`: a BDDL task as a sim scene, the expert run on it, and what cannot be built.
+
+LIBERO's frames (Lifelong-Robot-Learning/LIBERO): a region's ranges are in the table's frame
+(`envs/problems/libero_living_room_tabletop_manipulation.py`: centre + workspace offset
+(0, 0, 0.41)); the robot base sits at x = -0.16 - L/2 of it with L = 0.70 for the living-room
+table (`envs/robots/mounted_panda.py`, `base_xpos_offset`), so a range centred at x = 0 is
+0.51 m in front of the robot; our robot base is at x = -0.56 (`mango.sim.scene.RobotSpec`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from mango.bddl.parser import read_bddl
+from mango.bddl.scene import sim_scene
+from mango.cli.main import app
+from mango.sim.scene import load_scene
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "bddl"
+BASKET = DATA / "living_room_basket.bddl"
+runner = CliRunner()
+
+
+def test_layout_becomes_placements_relative_to_the_robot() -> None:
+    result = sim_scene(read_bddl(BASKET), "t")
+    assert result.missing == [] and result.scene is not None
+    sc = result.scene
+    assert sc.table.id == "living_room_table"
+    basket = sc.entity("basket_1")
+    # range centre (0.0, 0.21): 0.51 m ahead of LIBERO's robot, so 0.51 ahead of ours
+    assert basket.position == pytest.approx((0.0 + 0.51 - 0.56, 0.21))
+    assert basket.jitter == pytest.approx((0.01, 0.01))  # half the range
+    assert basket.shape == "basket" and basket.description == "basket"
+    assert sc.region("basket_1_contain_region").parent == "basket_1"
+    steps = [(k.skill, k.obj, k.target, k.offset) for k in sc.expert]
+    assert steps == [
+        ("pick_place", "tomato_sauce_1", "basket_1_contain_region", pytest.approx((0, -0.057))),
+        ("pick_place", "butter_1", "basket_1_contain_region", pytest.approx((0, 0.057))),
+    ]
+    assert sc.goal == "in(tomato_sauce_1, basket_1_contain_region) and " \
+        "in(butter_1, basket_1_contain_region)"
+
+
+def test_what_the_sim_cannot_build_is_named() -> None:
+    result = sim_scene(read_bddl(DATA / "kitchen_every_section.bddl"), "k")
+    assert result.scene is None
+    text = "\n".join(result.missing)
+    assert "akita_black_bowl_2 starts on/in 'plate_1'" in text
+    assert "no 'top_region' on a wooden_cabinet" in text
+    assert "goal (open ...): the expert has no such skill" in text
+    result = sim_scene(read_bddl(DATA / "study_single_atom.bddl"), "s")
+    assert any("wooden_two_layer_shelf" in m for m in result.missing)
+
+
+def test_cli_scene_and_an_expert_run_passing_the_bddl_goal(tmp_path: Path) -> None:
+    out = tmp_path / "scene.yaml"
+    res = runner.invoke(app, ["bddl", "scene", str(BASKET), "-o", str(out)])
+    assert res.exit_code == 0, res.stderr
+    assert yaml.safe_load(out.read_text())["name"] == "bddl_living_room_basket"
+    assert load_scene(out).entity("milk_1").description == "milk"
+    trace = tmp_path / "t.jsonl"
+    run = runner.invoke(app, ["sim", "run", "--scene", str(out), "--seed", "1", "--trace",
+                              str(trace)])
+    assert run.exit_code == 0, run.stderr
+    goal = load_scene(out).goal
+    sym = runner.invoke(app, ["oracle", "symbolic", goal, str(trace), "--json"])
+    assert sym.exit_code == 0, sym.stderr
+    assert json.loads(sym.stdout)["verdict"] == "pass"
+
+
+def test_cli_scene_refuses_with_the_list_and_exit_1(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["bddl", "scene", str(DATA / "kitchen_every_section.bddl"), "-o",
+                              str(tmp_path / "k.yaml")])
+    assert res.exit_code == 1
+    assert res.stderr.startswith("error: ") and "cannot build this task" in res.stderr
+    assert "  - goal (open ...)" in res.stderr
+    assert not (tmp_path / "k.yaml").exists()
