@@ -80,3 +80,39 @@ def test_cli_scene_refuses_with_the_list_and_exit_1(tmp_path: Path) -> None:
     assert res.stderr.startswith("error: ") and "cannot build this task" in res.stderr
     assert "  - goal (open ...)" in res.stderr
     assert not (tmp_path / "k.yaml").exists()
+
+
+MICROWAVE = """(define (problem LIBERO_Kitchen_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language put the mug in the microwave and close it)
+  (:regions
+    (microwave_init_region (:target kitchen_table) (:ranges ((-0.01 0.29 0.01 0.31))))
+    (mug_init_region (:target kitchen_table) (:ranges ((-0.06 -0.06 -0.04 -0.04))))
+    (heating_region (:target microwave_1)))
+  (:fixtures kitchen_table - kitchen_table microwave_1 - microwave)
+  (:objects white_yellow_mug_1 - white_yellow_mug)
+  (:init (On microwave_1 kitchen_table_microwave_init_region)
+         (On white_yellow_mug_1 kitchen_table_mug_init_region)
+         (Open microwave_1))
+  (:goal (And (In white_yellow_mug_1 microwave_1_heating_region) (Close microwave_1)))
+)
+"""
+
+
+def test_init_states_and_facing_of_an_articulated_fixture() -> None:
+    from mango.bddl.parser import parse_bddl
+
+    shipped = load_scene(Path(__file__).resolve().parents[2] / "config" / "scenes"
+                         / "libero10_mug_microwave.yaml").entity("microwave_1")
+    sc = sim_scene(parse_bddl(MICROWAVE), "m").scene
+    assert sc is not None
+    mw = sc.entity("microwave_1")
+    assert mw.joint is not None and mw.joint.id == "microwave_1"
+    assert mw.joint.q_init == min(mw.joint.range)  # Open: fully open (LIBERO: up to -2.094)
+    # LIBERO puts it left of the centre line (+y), the shipped scene right: mirrored facing
+    assert shipped.position[1] < 0 < mw.position[1] and mw.yaw == -shipped.yaw
+    assert [k.skill for k in sc.expert] == ["pick_place", "close"]
+    assert sc.expert[0].grasp == "side"  # how the shipped scene reaches into a microwave
+    closed = parse_bddl(MICROWAVE.replace("(Open microwave_1)", "(Close microwave_1)"))
+    mw2 = sim_scene(closed, "m2").scene.entity("microwave_1")  # type: ignore[union-attr]
+    assert mw2.joint.q_init == mw2.joint.q_closed  # type: ignore[union-attr]

@@ -95,6 +95,22 @@ def shipped_templates() -> _Templates:
     return _Templates(entities, regions, placing)
 
 
+def _initial_q(template: EntitySpec, init_state: dict[str, str], name: str, joint: str) -> float:
+    """The joint's start from `:init` (Open/Turnon on the fixture or its joint's region):
+    fully open (the end of its range away from closed, as LIBERO may sample up to it), closed,
+    or the template's start when `:init` says nothing."""
+    assert template.joint is not None
+    j = template.joint
+    state = init_state.get(joint) or init_state.get(name)
+    if state in ("open", "turnon"):
+        lo, hi = j.range
+        far = lo if abs(lo - j.q_closed) > abs(hi - j.q_closed) else hi
+        return far if state == "open" else j.q_open
+    if state in ("close", "turnoff"):
+        return j.q_closed
+    return j.q_init
+
+
 def _target_key(target: str, sc: SceneSpec) -> tuple[str, str]:
     """(category, region name) of a pick-and-place target, "" for an entity itself."""
     for r in sc.regions:
@@ -129,6 +145,7 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
 
     entities: list[dict[str, Any]] = []
     built: dict[str, EntitySpec] = {}
+    mirrored: set[str] = set()
     for e in (*problem.fixtures, *problem.objects):
         if e.name == table:
             continue
@@ -152,14 +169,15 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
         data["description"] = CATEGORIES[e.category].description if e.category in CATEGORIES \
             else e.category.replace("_", " ")
         if template.joint is not None:
+            # An articulated fixture faces the table's centre line as its template does (a
+            # microwave's cavity, a cabinet's drawer): on the other side of it, mirrored.
+            if template.position[1] * data["position"][1] < 0 and template.yaw:
+                data["yaw"] = -template.yaw
+                mirrored.add(e.name)
             joint = dict(data["joint"])
             # the joint keeps its name relative to its entity (`_knob`, `_bottom_region`)
             joint["id"] = e.name + template.joint.id.removeprefix(template.id)
-            state = init_state.get(e.name)
-            if state in ("open", "turnon"):
-                joint["q_init"] = joint["q_open"]
-            elif state in ("close", "turnoff"):
-                joint["q_init"] = joint["q_closed"]
+            joint["q_init"] = _initial_q(template, init_state, e.name, joint["id"])
             data["joint"] = joint
         built[e.name] = EntitySpec.model_validate(data)
         entities.append(data)
@@ -207,6 +225,8 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             owner_cat = problem.category_of(region.target if region else g.args[1]) or ""
             how = t.placing.get((ALIASES.get(owner_cat, owner_cat), region.name if region else ""))
             offset = list(how.offset) if how is not None else [0.0, 0.0]
+            if region is not None and region.target in mirrored:
+                offset[1] = -offset[1]
             if how is not None and how.grasp != "top":
                 step["grasp"] = how.grasp
             # several objects to one target: side by side across its width, as the shipped
