@@ -302,6 +302,14 @@ WALK: dict[str, tuple[Step, ...]] = {
         Run("mango bddl export config/oracles/libero10_stove_moka.json",
             expect=("(Turnon flat_stove_1)",)),
     ),
+    "mango bddl scene test/data/bddl/living_room_basket.bddl -o out/bddl/basket.yaml": (
+        Run("mango bddl scene test/data/bddl/living_room_basket.bddl -o out/bddl/basket.yaml",
+            expect=("wrote out/bddl/basket.yaml (4 entities, 2 expert steps)",)),
+    ),
+    "mango sim run --scene out/bddl/basket.yaml --seed 0 --trace out/bddl/basket.jsonl": (
+        Run("mango sim run --scene out/bddl/basket.yaml --seed 0 --trace out/bddl/basket.jsonl",
+            expect=("bddl_living_room_basket seed 0: all steps done",)),
+    ),
     "mango generate library --tasks config/tasks/libero10.json -o libs/": (
         Run("mango generate library --tasks config/tasks/libero10.json -o libs/",
             expect=("libs/atomic_library.json",)),
