@@ -116,3 +116,15 @@ def test_init_states_and_facing_of_an_articulated_fixture() -> None:
     closed = parse_bddl(MICROWAVE.replace("(Open microwave_1)", "(Close microwave_1)"))
     mw2 = sim_scene(closed, "m2").scene.entity("microwave_1")  # type: ignore[union-attr]
     assert mw2.joint.q_init == mw2.joint.q_closed  # type: ignore[union-attr]
+
+
+def test_an_object_others_go_onto_moves_first() -> None:
+    from mango.bddl.parser import parse_bddl
+
+    text = (DATA / "living_room_basket.bddl").read_text().replace(
+        "(And (In tomato_sauce_1 basket_1_contain_region) (In butter_1 basket_1_contain_region))",
+        "(And (On butter_1 tomato_sauce_1) (In tomato_sauce_1 basket_1_contain_region))")
+    sc = sim_scene(parse_bddl(text), "stack").scene
+    assert sc is not None
+    assert [(k.obj, k.target) for k in sc.expert] == [
+        ("tomato_sauce_1", "basket_1_contain_region"), ("butter_1", "tomato_sauce_1")]

@@ -95,6 +95,31 @@ def shipped_templates() -> _Templates:
     return _Templates(entities, regions, placing)
 
 
+def _supports_first(problem: Problem, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The goal's order, except that an object others are put on or in moves before them
+    ("stack the left bowl on the right bowl and place them in the tray": the right bowl goes
+    into the tray first, then the left bowl onto it); a cycle keeps the goal's order."""
+    def owner(step: dict[str, Any]) -> str | None:
+        if step["skill"] != "pick_place":
+            return None
+        region = problem.region(step["target"])
+        return region.target if region is not None else step["target"]
+
+    out = list(steps)
+    for _ in range(len(out) ** 2):
+        moved = False
+        for i, step in enumerate(out):
+            j = next((k for k in range(i + 1, len(out))
+                      if out[k].get("obj") is not None and out[k]["obj"] == owner(step)), None)
+            if j is not None:
+                out.insert(i, out.pop(j))
+                moved = True
+                break
+        if not moved:
+            return out
+    return list(steps)
+
+
 def _initial_q(template: EntitySpec, init_state: dict[str, str], name: str, joint: str) -> float:
     """The joint's start from `:init` (Open/Turnon on the fixture or its joint's region):
     fully open (the end of its range away from closed, as LIBERO may sample up to it), closed,
@@ -246,6 +271,7 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             missing.append(f"goal ({g.predicate} ...): the expert has no such skill")
     if missing:
         return SimScene(None, missing, left_out)
+    expert = _supports_first(problem, expert)
     data = {
         "name": name,
         "instruction": problem.language,
