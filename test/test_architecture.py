@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"control", "sim"},  # controller core; the MuJoCo world
     {"llm"},  # model backends
     {"generation", "policy", "camera"},  # MANGO modules I-III; VLA policies; camera sources
-    {"perception"},  # RGB-D -> detections; grounds phrases with generation's grounder
+    {"perception", "bddl"},  # RGB-D -> detections; LIBERO BDDL files <-> scenes, goals
     {"primitives"},  # grasp/place planned from detections, run and measured (no rclpy)
     {"ros"},  # core <-> ROS message adapters (no rclpy)
     {"stack"},  # stack files: which nodes, with which parameters

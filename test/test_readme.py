@@ -300,6 +300,29 @@ WALK: dict[str, tuple[Step, ...]] = {
         Stop("sim"),
         Run("mango bag info out/sim_bag", expect=("world_state", "task_verdict")),
     ),
+    "mango bddl import test/data/bddl/study_single_atom.bddl -o out/bddl/": (
+        Run("mango bddl import test/data/bddl/study_single_atom.bddl -o out/bddl/",
+            expect=("goal: on(black_book_1, wooden_two_layer_shelf_1_top_side)",
+                    "out/bddl/scene.json")),
+    ),
+    'mango generate oracle --instruction "place the book on the shelf" --scene '
+    "out/bddl/scene.json --libraries libs/ -o out/bddl/oracle.json": AS_WRITTEN,
+    "mango bddl export out/bddl/oracle.json": (
+        Run("mango bddl export out/bddl/oracle.json",
+            expect=("(And (On black_book_1 wooden_two_layer_shelf_1_top_side))",)),
+    ),
+    "mango bddl export config/oracles/libero10_stove_moka.json": (
+        Run("mango bddl export config/oracles/libero10_stove_moka.json",
+            expect=("(Turnon flat_stove_1)",)),
+    ),
+    "mango bddl scene test/data/bddl/living_room_basket.bddl -o out/bddl/basket.yaml": (
+        Run("mango bddl scene test/data/bddl/living_room_basket.bddl -o out/bddl/basket.yaml",
+            expect=("wrote out/bddl/basket.yaml (4 entities, 2 expert steps)",)),
+    ),
+    "mango sim run --scene out/bddl/basket.yaml --seed 0 --trace out/bddl/basket.jsonl": (
+        Run("mango sim run --scene out/bddl/basket.yaml --seed 0 --trace out/bddl/basket.jsonl",
+            expect=("bddl_living_room_basket seed 0: all steps done",)),
+    ),
     "mango generate library --tasks config/tasks/libero10.json -o libs/": (
         Run("mango generate library --tasks config/tasks/libero10.json -o libs/",
             expect=("libs/atomic_library.json",)),
