@@ -11,6 +11,7 @@ import pytest
 
 from mango.control import FR3Kinematics, load_robot
 from mango.control.ik import LadderSettings, pose_error
+from mango.control.kinematics import BRANCH_CAP
 from mango.errors import UnreachableError
 from mango.geometry import mat_to_quat
 
@@ -77,3 +78,28 @@ def test_ladder_uses_later_starts_when_the_seed_is_stuck() -> None:
     pos, rot = KIN.pose_matrix(HOME + np.array([0.0, 0.2, 0.0, 0.3, 0.0, -0.2, 0.0]))
     sol = KIN.ladder.solve(pos, rot, seed)
     assert sol.ok and sol.starts > 1
+
+
+# A seed near joint 4's lower limit and a pose 2.6 cm / 7 degrees from its hand pose (the FK of
+# joints 0.08 rad from the seed): the seed's own descent stalls, the "joint 7 + pi" start
+# meets the pose on the other wrist branch - the flip behind a CI failure, where a policy
+# chunk's first point asked joint 7 for 22.9 rad/s (test/bringup/test_attach.py).
+FLIP_SEED = np.array([0.9478, -0.3378, 1.5174, -2.9422, -2.2524, 3.2081, 2.8376])
+FLIP_NEAR = np.array([0.9468, -0.3187, 1.4878, -2.9766, -2.1736, 3.2823, 2.78])
+
+
+def test_branch_cap_refuses_the_flipped_start_a_path_step_would_take() -> None:
+    pos, rot = KIN.pose_matrix(FLIP_NEAR)
+    free = KIN.ladder.solve(pos, rot, FLIP_SEED)
+    assert free.ok and free.starts == 2  # the seed failed, the flipped start answered
+    assert abs(free.q[6] - FLIP_SEED[6]) > math.pi / 2  # ... on the other branch
+    capped = KIN.ladder.solve(pos, rot, FLIP_SEED, max_jump=BRANCH_CAP)
+    assert not capped.ok and "no continuous joint path" in capped.message
+    with pytest.raises(UnreachableError, match=r"jumps a joint by more than 0\.50 rad"):
+        KIN.ik(pos, mat_to_quat(rot), FLIP_SEED, max_jump=BRANCH_CAP)
+
+
+def test_branch_cap_is_below_a_branch_change_and_above_a_step_the_limits_allow() -> None:
+    # one control step (15 Hz) at the fastest joint's limit stays under the cap; the wrist
+    # flip moves joint 7 by far more than it
+    assert np.max(FR3.vmax) / 15.0 < BRANCH_CAP < math.pi / 2

@@ -223,3 +223,23 @@ def test_every_preset_sends_upright_images_of_its_size() -> None:
             assert img.shape == (*spec.size, 3) and img.dtype == np.uint8, name
             if spec.camera == "front":
                 assert img[30, 2, 0] > 200, f"{name}: the front image is not upright"
+
+
+def test_ee_delta_chunk_stops_where_the_ik_would_change_branch() -> None:
+    # The seed/pose of test/control/test_ik.py's wrist flip: uncapped, the ladder answers the
+    # second row from its "joint 7 + pi" start and the chunk would swing joint 7 by 5 rad in
+    # one step (the controller refused such a chunk in test/bringup/test_attach.py). Capped,
+    # the reachable prefix is the chunk, as for an unreachable row.
+    seed = np.array([0.9478, -0.3378, 1.5174, -2.9422, -2.2524, 3.2081, 2.8376])
+    near = np.array([0.9468, -0.3187, 1.4878, -2.9766, -2.1736, 3.2823, 2.78])
+    (p0, r0), (p1, r1) = _hand(seed), _hand(near)
+    spec = get_preset("libero").action
+    row = np.r_[(p1 - p0) / spec.pos_scale, mat_to_axis_angle(r1 @ r0.T) / spec.rot_scale, -1]
+    assert np.all(np.abs(row) <= 1.0)  # inside the preset's clip: the row is as sent
+    chunk = get_preset("libero").to_chunk(np.array([np.r_[np.zeros(6), -1], row]),
+                                          _obs(q=seed), KIN)
+    assert chunk.shape == (1, 8)
+    assert np.allclose(chunk[0, :7], seed, atol=1e-9)
+    with pytest.raises(PolicyError, match="first action of the chunk is unreachable: no "
+                                          "continuous joint path"):
+        get_preset("libero").to_chunk(np.array([row]), _obs(q=seed), KIN)

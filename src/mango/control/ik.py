@@ -149,7 +149,7 @@ class IKLadder:
         q_seed = self.reset.copy() if seed is None else np.asarray(seed, float)
         best: IKSolution | None = None
         total = 0
-        jumped = 0.0
+        jumped = math.inf  # the smallest jump of an answer refused by the cap
         ladder = self.starts(q_seed)
         for i, start in enumerate(ladder, start=1):
             q, its = self.descend(start, target_p, target_r)
@@ -162,12 +162,12 @@ class IKLadder:
             if met and (max_jump is None or jump <= max_jump):
                 return IKSolution(q, True, pe, re, i, total)
             if met:
-                jumped = max(jumped, jump)
+                jumped = min(jumped, jump)
             if best is None or pe + 0.1 * re < best.pos_err + 0.1 * best.rot_err:
                 best = IKSolution(q, False, pe, re, i, total)
         assert best is not None
         where = np.round(target_p, 4).tolist()
-        if jumped:
+        if jumped < math.inf:
             msg = (f"no continuous joint path to {where}: every solution jumps a joint by "
                    f"more than {max_jump:.2f} rad (at least {jumped:.2f})")
         else:

@@ -21,15 +21,27 @@ from mango.control.ik import IKLadder, LadderSettings
 from mango.control.robot import RobotConfig
 from mango.geometry import axis_angle_to_mat, mat_to_quat, quat_to_mat
 
+# The branch cap of a caller following a path (`Kinematics.ik(..., max_jump=BRANCH_CAP)`):
+# the most any joint may move between two points of a path. A path point is one control step
+# from the last (a chunk row at 15 Hz, a motion waypoint): at the FR3's fastest joint limit
+# (5.26 rad/s, config/robots/fr3.yaml) that is 0.35 rad, while an answer on another branch
+# moves a joint by about a radian or more (joint 7 by pi). Between the two, 0.5 rad keeps
+# every step the limits allow and refuses every branch change.
+BRANCH_CAP = 0.5
+
 
 class Kinematics(Protocol):
     def fk(self, q: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
         """Hand position (m) and orientation quaternion [w, x, y, z], base frame."""
         ...
 
-    def ik(self, pos: Sequence[float], quat: Sequence[float],
-           seed: Sequence[float]) -> np.ndarray:
-        """Joint positions reaching the pose (near `seed`); raises `UnreachableError`."""
+    def ik(self, pos: Sequence[float], quat: Sequence[float], seed: Sequence[float], *,
+           max_jump: float | None = None) -> np.ndarray:
+        """Joint positions reaching the pose (near `seed`); raises `UnreachableError`.
+
+        `max_jump` (rad) is the branch cap: an answer moving any joint further than that from
+        `seed` is refused (`UnreachableError`), so a caller following a path stays on its
+        seed's branch (pass `BRANCH_CAP`)."""
         ...
 
 

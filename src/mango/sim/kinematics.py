@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mango.errors import UnreachableError
 from mango.sim.build import build_robot
 from mango.sim.ik import IKSolver
 from mango.sim.scene import RobotSpec, SceneSpec
@@ -26,6 +27,12 @@ class SimKinematics:
     def fk(self, q: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
         return self._solver.fk(np.asarray(q, float))
 
-    def ik(self, pos: Sequence[float], quat: Sequence[float],
-           seed: Sequence[float]) -> np.ndarray:
-        return self._solver.require(pos, quat, seed)
+    def ik(self, pos: Sequence[float], quat: Sequence[float], seed: Sequence[float], *,
+           max_jump: float | None = None) -> np.ndarray:
+        q = self._solver.require(pos, quat, seed)
+        jump = float(np.max(np.abs(q - np.asarray(seed, float))))
+        if max_jump is not None and jump > max_jump:
+            raise UnreachableError(f"no continuous joint path to {np.round(pos, 4).tolist()}: "
+                                   f"the solution jumps a joint by {jump:.2f} rad, more than "
+                                   f"{max_jump:.2f}")
+        return q
