@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 
 from mango.control import FR3Kinematics, load_robot
-from mango.control.ik import LadderSettings, pose_error
-from mango.control.kinematics import BRANCH_CAP
 from mango.errors import UnreachableError
 from mango.geometry import mat_to_quat
+from mango.ik import BRANCH_CAP, LadderSettings, pose_error
 
 FR3 = load_robot("fr3")
 KIN = FR3Kinematics(FR3)

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from mango.control import load_robot
-from mango.control.ik import LadderSettings
 from mango.geometry import axis_angle_to_mat, mat_to_axis_angle, mat_to_quat, quat_to_mat
+from mango.ik import LadderSettings
 from mango.policy import PRESETS, Observation, PolicyError, get_preset
 from mango.policy.kinematics import make_kinematics
 from mango.policy.presets import LIBERO_ROBOT_BASE, euler_to_mat, mat_to_euler

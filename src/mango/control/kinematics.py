@@ -17,17 +17,9 @@ from typing import Protocol
 
 import numpy as np
 
-from mango.control.ik import IKLadder, LadderSettings
 from mango.control.robot import RobotConfig
 from mango.geometry import axis_angle_to_mat, mat_to_quat, quat_to_mat
-
-# The branch cap of a caller following a path (`Kinematics.ik(..., max_jump=BRANCH_CAP)`):
-# the most any joint may move between two points of a path. A path point is one control step
-# from the last (a chunk row at 15 Hz, a motion waypoint): at the FR3's fastest joint limit
-# (5.26 rad/s, config/robots/fr3.yaml) that is 0.35 rad, while an answer on another branch
-# moves a joint by about a radian or more (joint 7 by pi). Between the two, 0.5 rad keeps
-# every step the limits allow and refuses every branch change.
-BRANCH_CAP = 0.5
+from mango.ik import IKLadder, LadderSettings
 
 
 class Kinematics(Protocol):
@@ -41,7 +33,7 @@ class Kinematics(Protocol):
 
         `max_jump` (rad) is the branch cap: an answer moving any joint further than that from
         `seed` is refused (`UnreachableError`), so a caller following a path stays on its
-        seed's branch (pass `BRANCH_CAP`)."""
+        seed's branch (pass `mango.ik.BRANCH_CAP`)."""
         ...
 
 
@@ -77,7 +69,7 @@ def fr3_joint_transform(joint: int, q: float) -> np.ndarray:
 
 class FR3Kinematics:
     """The real FR3 + Franka Hand: DH forward kinematics, the analytic geometric Jacobian and
-    the IK ladder (`mango.control.ik`) on them."""
+    the IK ladder (`mango.ik`) on them."""
 
     def __init__(self, robot: RobotConfig, settings: LadderSettings | None = None) -> None:
         self.lower, self.upper = robot.lower, robot.upper

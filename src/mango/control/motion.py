@@ -16,12 +16,13 @@ from typing import Literal
 
 import numpy as np
 
-from mango.control.kinematics import BRANCH_CAP, Kinematics
+from mango.control.kinematics import Kinematics
 from mango.control.robot import RobotConfig
 from mango.control.trajectory import JointTrajectory
 from mango.control.validation import GoalRejected, validate_trajectory
 from mango.errors import UnreachableError
 from mango.geometry import axis_angle_to_mat, mat_to_quat, quat_to_mat
+from mango.ik import BRANCH_CAP
 
 MotionKind = Literal["move", "rotate", "gripper_open", "gripper_close", "gripper_width", "wait",
                      "home"]

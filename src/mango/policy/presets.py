@@ -16,10 +16,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from mango.control.kinematics import BRANCH_CAP, Kinematics
+from mango.control.kinematics import Kinematics
 from mango.errors import UnreachableError
 from mango.geometry import axis_angle_to_mat, mat_to_axis_angle, mat_to_quat
 from mango.geometry import quat_to_mat as _quat_to_mat
+from mango.ik import BRANCH_CAP
 from mango.imaging import resize_with_pad
 from mango.oracle.world_state import WorldState
 

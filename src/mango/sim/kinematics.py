@@ -1,5 +1,6 @@
 """The simulated arm behind control's `Kinematics` protocol: the MuJoCo model's hand site,
-solved with `IKSolver` (base at the origin, so poses are in the robot base frame)."""
+solved with the project's IK ladder (`mango.sim.ik.IKSolver`; base at the origin, so poses are
+in the robot base frame)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mango.errors import UnreachableError
 from mango.sim.build import build_robot
 from mango.sim.ik import IKSolver
 from mango.sim.scene import RobotSpec, SceneSpec
@@ -21,18 +21,11 @@ class SimKinematics:
                          robot=RobotSpec(base=(0.0, 0.0, 0.0)))
         kin = build_robot(bare)
         joint_ids = [int(kin.model.actuator_trnid[a, 0]) for a in kin.arm_actuators]
-        self._solver = IKSolver(kin.model, kin.hand_site, kin.arm_qpos, kin.arm_dof, joint_ids,
-                                random_starts=2)
+        self._solver = IKSolver(kin.model, kin.hand_site, kin.arm_qpos, kin.arm_dof, joint_ids)
 
     def fk(self, q: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
         return self._solver.fk(np.asarray(q, float))
 
     def ik(self, pos: Sequence[float], quat: Sequence[float], seed: Sequence[float], *,
            max_jump: float | None = None) -> np.ndarray:
-        q = self._solver.require(pos, quat, seed)
-        jump = float(np.max(np.abs(q - np.asarray(seed, float))))
-        if max_jump is not None and jump > max_jump:
-            raise UnreachableError(f"no continuous joint path to {np.round(pos, 4).tolist()}: "
-                                   f"the solution jumps a joint by {jump:.2f} rad, more than "
-                                   f"{max_jump:.2f}")
-        return q
+        return self._solver.require(pos, quat, seed, max_jump=max_jump)
