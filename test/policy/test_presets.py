@@ -227,11 +227,11 @@ def test_every_preset_sends_upright_images_of_its_size() -> None:
 
 def test_ee_delta_chunk_stops_where_the_ik_would_change_branch() -> None:
     # The seed/pose of test/control/test_ik.py's wrist flip: uncapped, the ladder answers the
-    # second row from its "joint 7 + pi" start and the chunk would swing joint 7 by 5 rad in
+    # second row from its "joint 7 - pi" start and the chunk would swing joint 7 by 3 rad in
     # one step (the controller refused such a chunk in test/bringup/test_attach.py). Capped,
     # the reachable prefix is the chunk, as for an unreachable row.
-    seed = np.array([0.9478, -0.3378, 1.5174, -2.9422, -2.2524, 3.2081, 2.8376])
-    near = np.array([0.9468, -0.3187, 1.4878, -2.9766, -2.1736, 3.2823, 2.78])
+    seed = np.array([2.4664, 0.8006, -1.4376, -0.626, 1.2006, 4.0179, 1.5665])
+    near = np.array([2.4572, 0.8569, -1.4214, -0.5371, 1.2515, 4.0006, 1.5895])
     (p0, r0), (p1, r1) = _hand(seed), _hand(near)
     spec = get_preset("libero").action
     row = np.r_[(p1 - p0) / spec.pos_scale, mat_to_axis_angle(r1 @ r0.T) / spec.rot_scale, -1]
