@@ -24,10 +24,12 @@ from mango.geometry import mat_to_axis_angle
 
 # The branch cap of a caller following a path (`solve(..., max_jump=BRANCH_CAP)`): the most
 # any joint may move between two points of a path. A path point is one control step from the
-# last (a chunk row at 15 Hz, a motion waypoint): at the FR3's fastest joint limit (5.26 rad/s,
-# config/robots/fr3.yaml) that is 0.35 rad, while an answer on another branch moves a joint by
-# about a radian or more (joint 7 by pi). Between the two, 0.5 rad keeps every step the limits
-# allow and refuses every branch change.
+# last (a chunk row at 15-20 Hz, a motion waypoint): at the FR3's fastest joint limit
+# (5.26 rad/s, config/robots/fr3.yaml) that is 0.35 rad at 15 Hz, while an answer on another
+# branch moves a joint by about a radian or more (joint 7 by pi). Between the two, 0.5 rad
+# keeps every step the limits allow and refuses every branch change. (A 5 Hz policy, Bridge's
+# OpenVLA, turning a wrist joint faster than 2.5 rad/s is cut there too: its chunk ends at
+# that row and the next query starts from where the arm got to.)
 BRANCH_CAP = 0.5
 
 
