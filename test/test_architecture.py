@@ -20,7 +20,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 LAYERS: list[set[str]] = [
     {"errors"},  # the error users see (file, line, field)
     {"json_files", "yaml_files", "geometry", "imaging", "torch_support"},  # readers, math, images
-    {"oracle"},  # predicate language, function library, tracker, symbolic oracle
+    {"oracle", "ik"},  # predicate language, tracker, symbolic oracle; the one IK ladder
     {"bags"},  # rosbag2 files, CDR decoding, judging bags
     {"control", "sim"},  # controller core; the MuJoCo world
     {"llm"},  # model backends

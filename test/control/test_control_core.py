@@ -17,8 +17,8 @@ from mango.control import (
     load_robot,
     validate_trajectory,
 )
-from mango.control.ik import LadderSettings
 from mango.errors import InputError
+from mango.ik import LadderSettings
 from mango.policy.kinematics import make_kinematics
 
 FR3 = load_robot("fr3")

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from mango.control import load_robot
-from mango.control.ik import LadderSettings
 from mango.geometry import axis_angle_to_mat, mat_to_axis_angle, mat_to_quat, quat_to_mat
+from mango.ik import LadderSettings
 from mango.policy import PRESETS, Observation, PolicyError, get_preset
 from mango.policy.kinematics import make_kinematics
 from mango.policy.presets import LIBERO_ROBOT_BASE, euler_to_mat, mat_to_euler
@@ -223,3 +223,23 @@ def test_every_preset_sends_upright_images_of_its_size() -> None:
             assert img.shape == (*spec.size, 3) and img.dtype == np.uint8, name
             if spec.camera == "front":
                 assert img[30, 2, 0] > 200, f"{name}: the front image is not upright"
+
+
+def test_ee_delta_chunk_stops_where_the_ik_would_change_branch() -> None:
+    # The seed/pose of test/control/test_ik.py's wrist flip: uncapped, the ladder answers the
+    # second row from its "joint 7 - pi" start and the chunk would swing joint 7 by 3 rad in
+    # one step (the controller refused such a chunk in test/bringup/test_attach.py). Capped,
+    # the reachable prefix is the chunk, as for an unreachable row.
+    seed = np.array([2.4664, 0.8006, -1.4376, -0.626, 1.2006, 4.0179, 1.5665])
+    near = np.array([2.4572, 0.8569, -1.4214, -0.5371, 1.2515, 4.0006, 1.5895])
+    (p0, r0), (p1, r1) = _hand(seed), _hand(near)
+    spec = get_preset("libero").action
+    row = np.r_[(p1 - p0) / spec.pos_scale, mat_to_axis_angle(r1 @ r0.T) / spec.rot_scale, -1]
+    assert np.all(np.abs(row) <= 1.0)  # inside the preset's clip: the row is as sent
+    chunk = get_preset("libero").to_chunk(np.array([np.r_[np.zeros(6), -1], row]),
+                                          _obs(q=seed), KIN)
+    assert chunk.shape == (1, 8)
+    assert np.allclose(chunk[0, :7], seed, atol=1e-9)
+    with pytest.raises(PolicyError, match="first action of the chunk is unreachable: no "
+                                          "continuous joint path"):
+        get_preset("libero").to_chunk(np.array([row]), _obs(q=seed), KIN)

@@ -17,9 +17,9 @@ from typing import Protocol
 
 import numpy as np
 
-from mango.control.ik import IKLadder, LadderSettings
 from mango.control.robot import RobotConfig
 from mango.geometry import axis_angle_to_mat, mat_to_quat, quat_to_mat
+from mango.ik import IKLadder, LadderSettings
 
 
 class Kinematics(Protocol):
@@ -27,9 +27,13 @@ class Kinematics(Protocol):
         """Hand position (m) and orientation quaternion [w, x, y, z], base frame."""
         ...
 
-    def ik(self, pos: Sequence[float], quat: Sequence[float],
-           seed: Sequence[float]) -> np.ndarray:
-        """Joint positions reaching the pose (near `seed`); raises `UnreachableError`."""
+    def ik(self, pos: Sequence[float], quat: Sequence[float], seed: Sequence[float], *,
+           max_jump: float | None = None) -> np.ndarray:
+        """Joint positions reaching the pose (near `seed`); raises `UnreachableError`.
+
+        `max_jump` (rad) is the branch cap: an answer moving any joint further than that from
+        `seed` is refused (`UnreachableError`), so a caller following a path stays on its
+        seed's branch (pass `mango.ik.BRANCH_CAP`)."""
         ...
 
 
@@ -65,7 +69,7 @@ def fr3_joint_transform(joint: int, q: float) -> np.ndarray:
 
 class FR3Kinematics:
     """The real FR3 + Franka Hand: DH forward kinematics, the analytic geometric Jacobian and
-    the IK ladder (`mango.control.ik`) on them."""
+    the IK ladder (`mango.ik`) on them."""
 
     def __init__(self, robot: RobotConfig, settings: LadderSettings | None = None) -> None:
         self.lower, self.upper = robot.lower, robot.upper

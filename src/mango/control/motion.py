@@ -22,12 +22,12 @@ from mango.control.trajectory import JointTrajectory
 from mango.control.validation import GoalRejected, validate_trajectory
 from mango.errors import UnreachableError
 from mango.geometry import axis_angle_to_mat, mat_to_quat, quat_to_mat
+from mango.ik import BRANCH_CAP
 
 MotionKind = Literal["move", "rotate", "gripper_open", "gripper_close", "gripper_width", "wait",
                      "home"]
 MOTION_KINDS: tuple[str, ...] = ("move", "rotate", "gripper_open", "gripper_close",
                                  "gripper_width", "wait", "home")
-MAX_JUMP = 0.5  # rad between waypoints: more means IK switched branch
 MAX_WAIT = 600.0  # s one wait command may last (longer: send another batch)
 MAX_COMMANDS = 100  # commands one batch may hold
 
@@ -169,12 +169,12 @@ class MotionPlanner:
             s = 0.5 - 0.5 * math.cos(math.pi * i / n)  # ease in/out
             rot = r0 if rotvec is None else axis_angle_to_mat(rotvec * s) @ r0
             try:
-                qi = self.kinematics.ik(p0 + s * offset, mat_to_quat(rot), seed)
+                # capped: an answer on another branch is refused, so the ladder's later
+                # starts get their chance to find one on the seed's branch
+                qi = self.kinematics.ik(p0 + s * offset, mat_to_quat(rot), seed,
+                                        max_jump=BRANCH_CAP)
             except UnreachableError as exc:
-                raise GoalRejected(str(exc)) from None
-            if float(np.max(np.abs(qi - seed))) > MAX_JUMP:
-                raise GoalRejected(f"no continuous joint path (waypoint {i} of {n} would jump "
-                                   f"{float(np.max(np.abs(qi - seed))):.2f} rad)")
+                raise GoalRejected(f"waypoint {i} of {n}: {exc}") from None
             qs.append(qi)
             seed = qi
         return self._timed(cmd, q, width, np.asarray(qs), duration)

@@ -20,6 +20,7 @@ from mango.control.kinematics import Kinematics
 from mango.errors import UnreachableError
 from mango.geometry import axis_angle_to_mat, mat_to_axis_angle, mat_to_quat
 from mango.geometry import quat_to_mat as _quat_to_mat
+from mango.ik import BRANCH_CAP
 from mango.imaging import resize_with_pad
 from mango.oracle.world_state import WorldState
 
@@ -146,7 +147,9 @@ def _ee_deltas_to_joints(a: np.ndarray, width: np.ndarray, obs: Observation,
         else:
             rot = axis_angle_to_mat(row[3:6] * spec.rot_scale) @ rot
         try:
-            q = kinematics.ik(pos, mat_to_quat(rot), q)
+            # the chunk's rows are a path: an answer on another branch would be one step
+            # the controller refuses (a joint swinging at many times its limit)
+            q = kinematics.ik(pos, mat_to_quat(rot), q, max_jump=BRANCH_CAP)
         except UnreachableError as exc:
             if not rows:
                 raise PolicyError(f"first action of the chunk is unreachable: {exc}") from None

@@ -5,7 +5,8 @@ Public API (imported lazily so that `import mango.sim` does not load MuJoCo):
 - `SimEnv(scene, seed, cameras=..., image_size=..., joint_names=...)`: `reset(seed)`,
   `step(action)`, `step_chunk(actions[Hx8])`, `set_joint_targets(q, width)`,
   `world_state()`, `render(camera)`, `camera_info(name)`, `joint_positions()`, `time`.
-- `IKSolver` (from `SimEnv.ik_solver()`): `solve(pos, quat, seed) -> IKResult`, `require`.
+- `IKSolver` (from `SimEnv.ik_solver()`): the project's IK ladder (`mango.ik`) on the MuJoCo
+  arm: `solve(pos, quat, seed, max_jump=) -> IKSolution`, `require`, `fk`.
 - `SimKinematics()`: the simulated arm behind control's `Kinematics` protocol (`fk`, `ik`).
 - `ExpertPolicy(scene, fault)`: `act(world_state, joint_positions) -> chunk`, `done`; its
   motion primitives and fixture skills live in `mango.sim.expert` (usable on their own).
@@ -26,7 +27,6 @@ _EXPORTS = {
     "SimEnv": "mango.sim.env",
     "CameraInfo": "mango.sim.env",
     "IKSolver": "mango.sim.ik",
-    "IKResult": "mango.sim.ik",
     "SimKinematics": "mango.sim.kinematics",
     "ExpertPolicy": "mango.sim.expert.policy",
     "Milestone": "mango.sim.expert.milestones",

@@ -23,6 +23,7 @@ import mujoco
 
 from mango.errors import InputError
 from mango.geometry import mat_to_quat, yaw_quat
+from mango.ik import LadderSettings
 from mango.oracle.world_state import (
     DeviceState,
     EntityState,
@@ -244,11 +245,14 @@ class SimEnv:
             s = self.built.hand_site
             return self.data.site_xpos[s].copy(), mat_to_quat(self.data.site_xmat[s].reshape(3, 3))
 
-    def ik_solver(self, **kw: float) -> IKSolver:
-        """A new IK solver for the hand centre on this scene's model (own scratch data)."""
+    def ik_solver(self, settings: LadderSettings | None = None, *,
+                  max_jump: float | None = None) -> IKSolver:
+        """A new IK solver (the project's ladder) for the hand centre on this scene's model,
+        with its own scratch data; `max_jump` caps every answer (path following)."""
         b = self.built
         joint_ids = [int(self.model.actuator_trnid[a, 0]) for a in b.arm_actuators]
-        return IKSolver(self.model, b.hand_site, b.arm_qpos, b.arm_dof, joint_ids, **kw)
+        return IKSolver(self.model, b.hand_site, b.arm_qpos, b.arm_dof, joint_ids,
+                        settings=settings, max_jump=max_jump)
 
     # -------------------------------------------------------------- world state
     def world_state(self) -> WorldState:

@@ -1,176 +1,84 @@
-"""Damped least-squares inverse kinematics for the 7-DoF arm, with a multi-start ladder.
+"""The simulator's IK: the project's one ladder (`mango.ik.IKLadder`, VoLo App. B.2) on the
+MuJoCo arm.
 
-A single DLS descent gets stuck near joint limits or in the wrong wrist branch, so solve()
-tries a ladder of starts (the caller's seed, its wrist flipped, a well-conditioned pose,
-then random draws) and only accepts an answer whose forward kinematics really match the
-target pose.
+`MujocoArm` is the `ArmModel` the ladder solves on: the hand site's pose and `mj_jacSite`
+Jacobian in the model's world frame, on a private scratch `MjData`. `IKSolver` only binds the
+two together and speaks quaternions, as the sim's callers (the scripted expert, `SimEnv`) do.
 """
 
 from __future__ import annotations
 
-import logging
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 
-from mango.errors import UnreachableError
-from mango.geometry import mat_to_quat, rotation_angle
+from mango.geometry import mat_to_quat, quat_to_mat
+from mango.ik import IKLadder, IKSolution, LadderSettings
 from mango.sim.scene import FR3_READY
 
-log = logging.getLogger(__name__)
 
+class MujocoArm:
+    """One site of a MuJoCo model as an arm for the ladder (thread-confined scratch data).
 
-@dataclass(frozen=True)
-class IKResult:
-    """The outcome of one IK request; `ok` is False for unreachable poses (see `message`)."""
-
-    q: np.ndarray
-    ok: bool
-    pos_err: float  # metres
-    rot_err: float  # radians
-    starts: int  # how many starts of the ladder were tried
-    message: str = ""
-
-
-# the FR3 ready pose (hand down above the table, elbow up, wrist mid-range): a good restart
-WELL_CONDITIONED = np.array(FR3_READY)
-
-
-class IKSolver:
-    """IK for one site of a model on a private scratch `MjData` (thread-confined).
-
-    `qpos_idx`/`dof_idx` select the arm joints; other joints stay at `base_qpos`.
+    `qpos_idx`/`dof_idx` select the arm joints (in `joint_ids` order); other joints stay at
+    the model's reference positions, so the answers are in the model's world frame.
     """
 
-    def __init__(
-        self,
-        model: mujoco.MjModel,
-        site: int,
-        qpos_idx: Sequence[int],
-        dof_idx: Sequence[int],
-        joint_ids: Sequence[int],
-        *,
-        pos_tol: float = 1e-4,
-        rot_tol: float = 1e-3,
-        accept_pos: float = 1e-3,
-        accept_rot: float = math.radians(1.0),
-        damping: float = 1e-2,
-        max_step: float = 0.25,
-        iters: int = 150,
-        random_starts: int = 12,
-        seed: int = 0,
-    ) -> None:
+    def __init__(self, model: mujoco.MjModel, site: int, qpos_idx: Sequence[int],
+                 dof_idx: Sequence[int], joint_ids: Sequence[int]) -> None:
         self.model = model
         self.data = mujoco.MjData(model)
         self.site = site
         self.qpos_idx = np.asarray(qpos_idx, int)
         self.dof_idx = np.asarray(dof_idx, int)
         rng = np.asarray([model.jnt_range[j] for j in joint_ids], float)
-        self.lower, self.upper = rng[:, 0], rng[:, 1]
-        self.mid = (self.lower + self.upper) / 2
-        self.pos_tol, self.rot_tol = pos_tol, rot_tol
-        self.accept_pos, self.accept_rot = accept_pos, accept_rot
-        self.damping, self.max_step, self.iters = damping, max_step, iters
-        self.random_starts = random_starts
-        self._seed = seed
-        self.reset_pose = np.clip(WELL_CONDITIONED, self.lower + 0.05, self.upper - 0.05)
+        self.lower, self.upper = rng[:, 0].copy(), rng[:, 1].copy()
         self._jacp = np.zeros((3, model.nv))
         self._jacr = np.zeros((3, model.nv))
 
-    def fk(self, q: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-        """Site position and quaternion [w, x, y, z] for arm joints q."""
+    def pose_matrix(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         d = self.data
         d.qpos[self.qpos_idx] = q
         mujoco.mj_kinematics(self.model, d)
-        return d.site_xpos[self.site].copy(), mat_to_quat(d.site_xmat[self.site].reshape(3, 3))
+        return d.site_xpos[self.site].copy(), d.site_xmat[self.site].reshape(3, 3).copy()
 
-    def _descend(self, q0: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
-        m, d = self.model, self.data
-        q = np.clip(q0.astype(float), self.lower, self.upper)
-        lam2 = self.damping**2
-        err = np.zeros(6)
-        cur_q = np.zeros(4)
-        local = np.zeros(3)
-        eye6, eye7 = np.eye(6), np.eye(7)
-        for _ in range(self.iters):
-            d.qpos[self.qpos_idx] = q
-            mujoco.mj_kinematics(m, d)
-            mujoco.mj_comPos(m, d)
-            err[:3] = pos - d.site_xpos[self.site]
-            # MuJoCo's own routines on its data in the hot loop (mango.geometry elsewhere)
-            mujoco.mju_mat2Quat(cur_q, d.site_xmat[self.site])
-            if np.dot(cur_q, quat) < 0:
-                cur_q = -cur_q
-            mujoco.mju_subQuat(local, quat, cur_q)
-            # subQuat gives the error in the site frame; the Jacobian is in the world frame
-            err[3:] = d.site_xmat[self.site].reshape(3, 3) @ local
-            if np.linalg.norm(err[:3]) < self.pos_tol and np.linalg.norm(err[3:]) < self.rot_tol:
-                break
-            mujoco.mj_jacSite(m, d, self._jacp, self._jacr, self.site)
-            jac = np.vstack([self._jacp[:, self.dof_idx], self._jacr[:, self.dof_idx]])
-            # damping fades near the target (Levenberg-Marquardt style): robust far away,
-            # fast final convergence close by
-            e2 = float(err @ err)
-            jjt = jac @ jac.T + (lam2 * min(1.0, e2 / 1e-4) + 1e-10) * eye6
-            pinv = jac.T @ np.linalg.inv(jjt)
-            dq = pinv @ err
-            # null-space pull toward mid-range keeps the elbow away from its limits
-            dq += (eye7 - pinv @ jac) @ (0.05 * (self.mid - q))
-            step = np.max(np.abs(dq))
-            if step > self.max_step:
-                dq *= self.max_step / step
-            q = np.clip(q + dq, self.lower, self.upper)
-        return q
+    def pose_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Site pose and its geometric Jacobian (world frame, linear rows first)."""
+        p, r = self.pose_matrix(q)
+        mujoco.mj_comPos(self.model, self.data)  # mj_jacSite reads the com-based frames
+        mujoco.mj_jacSite(self.model, self.data, self._jacp, self._jacr, self.site)
+        return p, r, np.vstack([self._jacp[:, self.dof_idx], self._jacr[:, self.dof_idx]])
 
-    def _starts(self, seed: np.ndarray) -> list[np.ndarray]:
-        flip = seed.copy()
-        flip[6] = flip[6] - math.pi if flip[6] > self.mid[6] else flip[6] + math.pi
-        rng = np.random.default_rng(self._seed)
-        starts = [seed, flip, self.reset_pose.copy()]
-        starts += [rng.uniform(self.lower, self.upper) for _ in range(self.random_starts)]
-        return starts
 
-    def solve(
-        self,
-        pos: Sequence[float],
-        quat: Sequence[float],
-        seed: Sequence[float] | None = None,
-    ) -> IKResult:
-        """Joint angles putting the site at `pos` with orientation `quat` ([w, x, y, z])."""
-        target_p = np.asarray(pos, float)
-        target_q = np.asarray(quat, float)
-        target_q = target_q / np.linalg.norm(target_q)
-        s = self.reset_pose.copy() if seed is None else np.asarray(seed, float)
-        best: IKResult | None = None
-        starts = self._starts(s)
-        for i, start in enumerate(starts, start=1):
-            q = self._descend(start, target_p, target_q)
-            p, r = self.fk(q)  # independent FK check of the answer
-            pe = float(np.linalg.norm(p - target_p))
-            re = rotation_angle(target_q, r)
-            res = IKResult(q=q, ok=pe < self.accept_pos and re < self.accept_rot, pos_err=pe,
-                           rot_err=re, starts=i)
-            if res.ok:
-                return res
-            if best is None or pe + 0.1 * re < best.pos_err + 0.1 * best.rot_err:
-                best = res
-        assert best is not None
-        msg = (
-            f"pose unreachable: position {np.round(target_p, 4).tolist()}, best position error "
-            f"{best.pos_err * 1000:.1f} mm, rotation error {math.degrees(best.rot_err):.1f} deg "
-            f"after {len(starts)} starts"
-        )
-        return IKResult(q=best.q, ok=False, pos_err=best.pos_err, rot_err=best.rot_err,
-                        starts=len(starts), message=msg)
+class IKSolver:
+    """IK of a site of a model: `IKLadder` on `MujocoArm`, restarting from the FR3's ready
+    pose. `max_jump` is the branch cap every answer gets (a solver for path following)."""
 
-    def require(
-        self, pos: Sequence[float], quat: Sequence[float], seed: Sequence[float] | None = None
-    ) -> np.ndarray:
+    def __init__(self, model: mujoco.MjModel, site: int, qpos_idx: Sequence[int],
+                 dof_idx: Sequence[int], joint_ids: Sequence[int], *,
+                 settings: LadderSettings | None = None, max_jump: float | None = None) -> None:
+        self.arm = MujocoArm(model, site, qpos_idx, dof_idx, joint_ids)
+        self.lower, self.upper = self.arm.lower, self.arm.upper
+        self.ladder = IKLadder(self.arm, np.asarray(FR3_READY, float),
+                               settings or LadderSettings())
+        self.max_jump = max_jump
+
+    def fk(self, q: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+        """Site position and quaternion [w, x, y, z] for arm joints q."""
+        p, r = self.arm.pose_matrix(np.asarray(q, float))
+        return p, mat_to_quat(r)
+
+    def solve(self, pos: Sequence[float], quat: Sequence[float],
+              seed: Sequence[float] | None = None, *,
+              max_jump: float | None = None) -> IKSolution:
+        """Joints putting the site at `pos` with orientation `quat` ([w, x, y, z])."""
+        cap = self.max_jump if max_jump is None else max_jump
+        return self.ladder.solve(pos, quat_to_mat(quat), seed, max_jump=cap)
+
+    def require(self, pos: Sequence[float], quat: Sequence[float],
+                seed: Sequence[float] | None = None, *,
+                max_jump: float | None = None) -> np.ndarray:
         """Like `solve`, raising `UnreachableError` with the reason when no start succeeds."""
-        res = self.solve(pos, quat, seed)
-        if not res.ok:
-            raise UnreachableError(res.message)
-        return res.q
+        cap = self.max_jump if max_jump is None else max_jump
+        return self.ladder.require(pos, quat_to_mat(quat), seed, max_jump=cap)

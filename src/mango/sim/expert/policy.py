@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mango.ik import BRANCH_CAP
 from mango.oracle.world_state import WorldState
 from mango.sim.build import build_robot
 from mango.sim.expert import fixtures, motions
@@ -49,7 +50,9 @@ class ExpertPolicy:
         self.approach_speed = approach_speed
         kin = build_robot(self.scene)
         joint_ids = [int(kin.model.actuator_trnid[a, 0]) for a in kin.arm_actuators]
-        self.ik = IKSolver(kin.model, kin.hand_site, kin.arm_qpos, kin.arm_dof, joint_ids)
+        # the expert follows paths only: every answer stays on its seed's branch
+        self.ik = IKSolver(kin.model, kin.hand_site, kin.arm_qpos, kin.arm_dof, joint_ids,
+                           max_jump=BRANCH_CAP)
         self.faults = FaultInjector(self.scene, self.fault)
         self.reset()
 
