@@ -40,12 +40,13 @@ def scene_task(scene: SceneSpec) -> SceneTask:
 
 
 def _same_place(scene: SceneSpec, a: str | None, b: str | None) -> bool:
-    """Whether two destination ids mean one place: equal, or a region and its parent."""
+    """Whether two destination ids mean one place: equal, or a fixture's or container's region
+    and its parent (a spot on the table is not "the table")."""
     if a is None or b is None:
         return False
     if a == b:
         return True
-    parents = {r.id: r.parent for r in scene.regions}
+    parents = {r.id: r.parent for r in scene.regions if r.parent != scene.table.id}
     return parents.get(a) == b or parents.get(b) == a
 
 
