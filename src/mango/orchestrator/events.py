@@ -46,11 +46,12 @@ class TaskGoal:
     condition: str
     kind: str  # "place" | "close" | "turnon"
     target: str | None = None
+    step: int = -1  # the expert step that achieves it (0-based)
 
 
 def task_goals(scene: SceneSpec) -> list[TaskGoal]:
     """The scene's task effects, from its expert plan (the same conditions as the milestones)."""
-    return [TaskGoal(m.subject, milestone_condition(m), m.kind, m.target)
+    return [TaskGoal(m.subject, milestone_condition(m), m.kind, m.target, m.skill)
             for m in task_milestones(scene) if m.kind in ("place", "close", "turnon")]
 
 
@@ -227,8 +228,13 @@ class WorldFailureDetector:
                 self._fail(r.t, "wrong_target_place", r.subject,
                            f"set {r.subject} down where {self.goals[i].condition} "
                            "does not hold")
-        self._stuck(state, t)
+        if not all(self._holds):  # a finished task standing still is not stuck
+            self._stuck(state, t)
         return self.events[start:]
+
+    def holds(self, step: int) -> bool:
+        """Whether the goal of expert step `step` holds in the latest state."""
+        return any(h for g, h in zip(self.goals, self._holds, strict=True) if g.step == step)
 
     def _held_now(self, view: StateView) -> set[str]:
         return {o for o, cond in self._grasp_conds.items() if self._eval(cond, view)}

@@ -96,8 +96,10 @@ class EpisodeRecord:
                 raise InputError(f"cannot write the episode record: {exc.strerror}",
                                  file=str(self.path)) from None
 
-    def write(self, kind: str, t: float, **data: Any) -> dict[str, Any]:
-        line = {"kind": kind, "t": round(t, 4), **data}
+    def write(self, record: str, t: float, **data: Any) -> dict[str, Any]:
+        """One line: `record` says what it is (plan, signal, decision, halt, tool_start,
+        tool_end, result), `t` the robot time."""
+        line = {"record": record, "t": round(t, 4), **data}
         self.lines.append(line)
         if self._fh is not None:
             self._fh.write(json.dumps(line, default=str) + "\n")
