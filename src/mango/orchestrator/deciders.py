@@ -30,6 +30,7 @@ class Perceived:
     object_moved_m: float | None  # from where it stood in the initial scene
     table_height: float
     hand_travel_m: float  # how far the hand moved over the monitor's last window
+    hand_height_at_signal: float | None = None  # above the table, when the signal's event was
 
     def to_json(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -86,6 +87,7 @@ _INTENTS: dict[str, list[tuple[str, str]]] = {
 }
 NEAR_DESTINATION_M = 0.25  # set down this close to the destination: misplaced, not dropped
 MOVED_M = 0.03
+DROP_HAND_M = 0.2  # the object left a hand this high above the table: it fell
 
 
 class OfflineDecider:
@@ -163,6 +165,11 @@ class OfflineDecider:
             return "retell", "recovery.object_untouched", \
                 f"{sg.object} has not moved: tell the VLA again"
         low = p.object_position[2] - p.table_height < 0.12
+        fell = p.hand_height_at_signal is not None and p.hand_height_at_signal > DROP_HAND_M
+        if fell and (ctx.signal.reason if ctx.signal else "") == "progress_lost":
+            return "replan", "recovery.dropped_in_transport", (
+                f"{sg.object} left the hand {p.hand_height_at_signal * 100:.0f} cm above the "
+                "table: replan from what is done")
         if p.destination_position is not None and low:
             dx = p.object_position[0] - p.destination_position[0]
             dy = p.object_position[1] - p.destination_position[1]

@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 
 from mango.oracle.model import FineGrainedOracle, load_oracle
+from mango.oracle.predicates import StateView, Thresholds, p_in, p_on
 from mango.oracle.symbolic import SymbolicOracle
 from mango.oracle.tracker import StepTracker
-from mango.oracle.world_state import WorldState
+from mango.oracle.world_state import EntityState, WorldState
 from mango.orchestrator.config import OrchestratorConfig
 from mango.orchestrator.deciders import DecisionContext, Perceived, make_decider
 from mango.orchestrator.events import WorldFailureDetector, detector_for
@@ -176,7 +177,14 @@ class Orchestrator:
         pts = [p for t, p in self._hand_hist if t >= t_end - window]
         return float(sum(np.linalg.norm(b - a) for a, b in itertools.pairwise(pts)))
 
-    def _perceive(self, sg: Subgoal) -> Perceived:
+    def _hand_height_at(self, t: float | None) -> float | None:
+        """The hand's height above the table when a signal's event happened (FK history)."""
+        if t is None or not self._hand_hist:
+            return None
+        best = min(self._hand_hist, key=lambda e: abs(e[0] - t))
+        return float(best[1][2] - self.scene.table.height)
+
+    def _perceive(self, sg: Subgoal, signal_t: float | None = None) -> Perceived:
         """What the decider may know: detections from the tools' camera and perception
         backend, the hand from proprioception (FK), the measured gripper width."""
         movable = [e for e in self.scene.entities if e.movable]
@@ -201,10 +209,11 @@ class Orchestrator:
         obj = found.get(phrases.get(sg.object or "", "")) if sg.object in phrases else None
         dest = found.get(dest_phrase) if dest_phrase else None
         at_dest = None
-        if obj is not None and dest is not None:
-            dx, dy = (abs(obj.centroid[i] - dest.centroid[i]) for i in range(2))
-            inside = dx < dest.size[0] / 2 and dy < dest.size[1] / 2
-            at_dest = inside and obj.centroid[2] > dest.centroid[2] - dest.size[2] / 2
+        if obj is not None and dest is not None and sg.relation in ("in", "on"):
+            # the oracle's own relation on the perceived boxes (one implementation)
+            view = StateView(WorldState(t=self.env.time, objects={
+                "obj": _box(obj), "dest": _box(dest)}), Thresholds())
+            at_dest = (p_in if sg.relation == "in" else p_on)(view, "obj", "dest")
         moved = None
         if obj is not None and sg.object in self.plan.initial_scene:
             p0 = self.plan.initial_scene[sg.object]
@@ -214,7 +223,8 @@ class Orchestrator:
                          destination_position=tuple(dest.centroid) if dest else None,  # type: ignore[arg-type]
                          object_at_destination=at_dest, object_moved_m=moved,
                          table_height=self.scene.table.height,
-                         hand_travel_m=self._hand_travel(self.cfg.no_progress_s))
+                         hand_travel_m=self._hand_travel(self.cfg.no_progress_s),
+                         hand_height_at_signal=self._hand_height_at(signal_t))
 
     # ------------------------------------------------------------------ phases
     def _make_monitor(self) -> Monitor:
@@ -251,7 +261,7 @@ class Orchestrator:
         self._halt = h
         self.record.write("halt", h.t_request, reason=why)
         self.halt_tool.run(self.cfg.halt_settle_s, self._width, self._step)
-        ctx.perceived = self._perceive(ctx.active)
+        ctx.perceived = self._perceive(ctx.active, ctx.signal.t if ctx.signal else None)
         d = self._decide(ctx)
         # the world went on while the decider thought: hold for that long too
         self.halt_tool.run(max(self.env.dt, self._latency), self._width, self._step)
@@ -427,6 +437,12 @@ class Orchestrator:
     def close(self) -> None:
         self.env.close()
         self.record.close()
+
+
+def _box(det: Any) -> EntityState:
+    """A detection as a world-state entity (its axis-aligned world box)."""
+    return EntityState(position=tuple(det.centroid), size=tuple(det.size),
+                       orientation=(1.0, 0.0, 0.0, 0.0))
 
 
 class _NullTracker:

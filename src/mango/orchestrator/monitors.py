@@ -73,15 +73,21 @@ class OracleMonitor:
     step is done: for an action that holds an object (`grasped(X)` in its condition) as soon
     as the object leaves the hand (`lost_states` states), for any other after `lost_s`, since
     a hand lowering an object into its container legitimately ends `up(X)` before the release
-    completes the next action.
+    completes the next action. A gripper closed on something (the state's `gripper`: closed,
+    not empty) while the active step's holding action stays incomplete for `grasp_s` is an
+    unexplained grasp: the hand holds what the step does not name.
     """
 
     name = "oracle"
 
     def __init__(self, oracle: FineGrainedOracle, plan: Plan, no_progress_s: float = 10.0,
-                 lost_states: int = 2, lost_s: float = 1.5) -> None:
+                 lost_states: int = 2, lost_s: float = 1.5, grasp_s: float = 2.0,
+                 empty_width: float = 0.003) -> None:
         self.tracker = StepTracker(oracle)
         self.lost_s = lost_s
+        self.grasp_s, self.empty_width = grasp_s, empty_width
+        self._closed_since: float | None = None
+        self._grasp_reported = False
         lib = self.tracker.library
         self._held_conds: dict[str, list] = {
             e.path: [compile_expression(a, lib) for mon in e.action.monitoring
@@ -100,6 +106,7 @@ class OracleMonitor:
         self._reported_lost: set[str] = set()
         self._done: set[str] = set()
         self._t = 0.0
+        self._active: Subgoal | None = None
 
     def _subgoal_of(self, path: str) -> str | None:
         for sid, paths in self._paths.items():
@@ -121,6 +128,7 @@ class OracleMonitor:
                                             detail=f"{ev.path} {ev.action_id}: {ev.detail}",
                                             monitor=self.name))
         values, _ = self.tracker.condition_values(state)
+        self._unexplained_grasp(state)
         for s in self.plan.subgoals:
             paths = self._paths[s.id]
             states = [self.tracker.step_state(p)[0] for p in paths]
@@ -164,7 +172,34 @@ class OracleMonitor:
                     detail=f"{last} {entry.action.action_id} was completed; {what} before "
                            f"step {s.oracle_step} was done", monitor=self.name))
 
+    def _unexplained_grasp(self, state: WorldState) -> None:
+        g = state.gripper
+        closed = g is not None and g.closed is True and (g.width or 0.0) > self.empty_width
+        if not closed:
+            self._closed_since, self._grasp_reported = None, False
+            return
+        if self._closed_since is None:
+            self._closed_since = state.t
+        for s in self.plan.subgoals:
+            paths = [p for p in self._paths[s.id] if self._held_conds[p]]
+            if not paths or s.id in self._done:
+                continue
+            status = [self.tracker.step_state(p)[0] for p in paths]
+            if status[0] == "completed":
+                return  # a holding action of some step is done: the grasp is explained
+        active = self._active
+        if active is None or active.id in self._done or self._grasp_reported:
+            return
+        if state.t - self._closed_since >= self.grasp_s:
+            self._grasp_reported = True
+            self._pending.append(Signal(
+                t=state.t, kind="failure", subgoal=active.id, reason="unexplained_grasp",
+                detail=f"the gripper holds something for {state.t - self._closed_since:.1f} s "
+                       f"and step {active.oracle_step}'s holding action is not completed",
+                monitor=self.name))
+
     def poll(self, t: float, active: Subgoal | None, tool_running: bool) -> list[Signal]:
+        self._active = active
         out, self._pending = self._pending, []
         last = self._last_completion_t if self._last_completion_t is not None else t
         if tool_running and active is not None and active.id not in self._done \
