@@ -98,9 +98,10 @@ class FaultInjector:
         if new_episode or self.record is None:
             self.record = FaultRecord(self.fault) if self.fault is not None else None
             self.spent = False
+            self._applied = False  # the plan was changed by it (its effect may be pending)
             self._first_transport: int | None = None
         else:
-            self.spent = self.record.t is not None
+            self.spent = self.record.t is not None or self._applied
 
     def _check(self) -> None:
         f = self.fault
@@ -142,7 +143,9 @@ class FaultInjector:
 
     def _at(self, kind: str, k: int) -> bool:
         f = self.fault
-        return not self.spent and f is not None and f.kind == kind and f.skill == k
+        hit = not self.spent and f is not None and f.kind == kind and f.skill == k
+        self._applied = self._applied or hit
+        return hit
 
     def note(self, skill: int | None, note: str, t: float) -> None:
         """Record the fault's effect (only its first)."""
@@ -179,7 +182,10 @@ class FaultInjector:
             return None
         if self._first_transport is None:
             self._first_transport = k
-        return f.when if self._first_transport == k else None
+        if self._first_transport != k:
+            return None
+        self._applied = True
+        return f.when
 
     def knocks_out(self, k: int) -> bool:
         """Is step k's placed object taken out again (`knock_out`)?"""
