@@ -56,6 +56,8 @@ class OrchestratorConfig:
     no_progress_s: float = 10.0  # oracle monitor: no step completion for this long: a failure
     halt_settle_s: float = 0.3  # at least this long held still before deliberating
     max_recoveries: int = 3  # per subgoal, then abort
+    finish_grace_s: float = 3.0  # a tool still running this long after its subgoal completed
+    # is stopped (the expert ends itself; a VLA that does not is routed on)
     horizon_s: float | None = None  # robot time budget (default: the scene's horizon x 2)
 
     def __post_init__(self) -> None:

@@ -124,6 +124,7 @@ class Orchestrator:
         self._prev_hand: np.ndarray | None = None
         self._prev_q: np.ndarray | None = None
         self._hand_hist: list[tuple[float, np.ndarray]] = []
+        self._completed_t: float | None = None
 
     # ------------------------------------------------------------------ the clock
     def _observe(self, state: WorldState) -> None:
@@ -155,9 +156,19 @@ class Orchestrator:
             signals = self.monitor.poll(state.t, self._active, self._tool_running)
             for s in signals:
                 self.record.write("signal", s.t, **s.model_dump(exclude={"t"}))
-            if signals and self._tool_running:
-                raise Interrupted(signals)
             self._queued.extend(signals)
+            active = self._active.id if self._active else None
+            for x in signals:
+                if x.kind == "completed" and x.subgoal == active:
+                    self._completed_t = state.t
+            urgent = [x for x in self._queued if x.kind == "failure"]
+            # a completion lets the tool finish its own motion (a retreat from the knob);
+            # one still running `finish_grace_s` later is stopped and routed on
+            late = self._completed_t is not None and \
+                state.t - self._completed_t >= self.cfg.finish_grace_s
+            if self._tool_running and (urgent or late):
+                sigs, self._queued = list(self._queued), []
+                raise Interrupted(sigs)
 
     def _step(self, row: np.ndarray) -> WorldState:
         self.env.step(row)
@@ -275,6 +286,7 @@ class Orchestrator:
         budget = self.horizon
         self._tool_running = True
         self._tool_name = d.tool
+        self._completed_t = None
         self.monitor.reset_progress_clock(self.env.time)
         self.record.write("tool_start", self.env.time, tool=d.tool, subgoal=sg.id,
                           instruction=d.instruction)
@@ -372,8 +384,9 @@ class Orchestrator:
                                 rewrites, sig, res, running=res.status == "interrupted")
                 ctx.last_instruction = last_instruction
                 d = self._hold_and_decide(ctx, why)
-                if d.action != "next_subgoal":
-                    attempts[sg.id] = attempts.get(sg.id, 0) + 1
+                if d.action != "next_subgoal" and not (d.action == "continue"
+                                                        and ctx.tool_running):
+                    attempts[sg.id] = attempts.get(sg.id, 0) + 1  # a false alarm is none
             else:
                 outcomes.setdefault(sg.id, "timed_out")
                 break
