@@ -104,3 +104,25 @@ def test_without_a_monitor_the_policy_alone_leaves_the_fault_unrecovered() -> No
     out, _ = _run("soup_sauce_basket", "vla_only", "none", "wrong_place@1")
     assert not _recoveries(out) and not out.halts
     assert not out.success and out.world["unrecovered"] == 1
+
+
+def test_a_decision_outside_the_mode_or_inventing_subgoals_is_refused() -> None:
+    from mango.orchestrator.config import MODES
+    from mango.orchestrator.deciders import decision_problem
+    from mango.orchestrator.schemas import Plan, Subgoal
+
+    plan = Plan(instruction="x", ordered=True, source="test", subgoals=[
+        Subgoal(id="1", instruction="a", expert_step=0),
+        Subgoal(id="2", instruction="b", expert_step=1)])
+    full, vla = MODES["full"], MODES["vla_only"]
+    ok = Decision(phase="recovery", action="replan", remaining=["2"])
+    assert decision_problem(ok, plan, full) is None
+    assert "does not have: 3" in decision_problem(
+        Decision(phase="recovery", action="replan", remaining=["2", "3"]), plan, full)
+    assert "twice" in decision_problem(
+        Decision(phase="recovery", action="replan", remaining=["2", "2"]), plan, full)
+    grasp = Decision(phase="recovery", action="grasp_tool", tool="grasp")
+    assert decision_problem(grasp, plan, full) is None
+    assert "does not allow grasp_tool" in decision_problem(grasp, plan, vla)
+    assert "no instruction" in decision_problem(
+        Decision(phase="recovery", action="rewrite", tool="vla", instruction=" "), plan, vla)

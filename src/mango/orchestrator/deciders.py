@@ -182,6 +182,27 @@ class OfflineDecider:
             f"{sg.object} lies away from its destination: replan from what is done"
 
 
+def decision_problem(d: Decision, plan: Plan, mode: ModeSpec) -> str | None:
+    """Why a decision cannot be carried out (any decider's answer is checked alike), or None:
+    its (action, tool) must be one the mode allows, a replan must return original subgoal
+    ids (never new ones, none twice), a rewrite must say the new instruction."""
+    if d.action == "plan":
+        return None
+    if not mode.allows(d.action, d.tool):
+        return f"mode {mode.name} does not allow {d.action} with tool {d.tool}"
+    if d.action == "replan":
+        ids = [s.id for s in plan.subgoals]
+        rem = d.remaining or []
+        unknown = [i for i in rem if i not in ids]
+        if unknown:
+            return f"replan names subgoals the plan does not have: {', '.join(unknown)}"
+        if len(set(rem)) != len(rem):
+            return "replan lists a subgoal twice"
+    if d.action == "rewrite" and not (d.instruction or "").strip():
+        return "rewrite gives no instruction"
+    return None
+
+
 DECIDER_FACTORIES = {"offline": OfflineDecider}
 
 

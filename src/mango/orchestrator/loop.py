@@ -25,7 +25,12 @@ from mango.oracle.symbolic import SymbolicOracle
 from mango.oracle.tracker import StepTracker
 from mango.oracle.world_state import EntityState, WorldState
 from mango.orchestrator.config import OrchestratorConfig
-from mango.orchestrator.deciders import DecisionContext, Perceived, make_decider
+from mango.orchestrator.deciders import (
+    DecisionContext,
+    Perceived,
+    decision_problem,
+    make_decider,
+)
 from mango.orchestrator.events import WorldFailureDetector, detector_for
 from mango.orchestrator.monitors import GroundTruthMonitor, Monitor, NoMonitor, OracleMonitor
 from mango.orchestrator.planning import make_plan, subgoal_texts
@@ -125,6 +130,7 @@ class Orchestrator:
         self._prev_q: np.ndarray | None = None
         self._hand_hist: list[tuple[float, np.ndarray]] = []
         self._completed_t: float | None = None
+        self._last_perceived: Perceived | None = None
 
     # ------------------------------------------------------------------ the clock
     def _observe(self, state: WorldState) -> None:
@@ -229,13 +235,14 @@ class Orchestrator:
         if obj is not None and sg.object in self.plan.initial_scene:
             p0 = self.plan.initial_scene[sg.object]
             moved = float(math.dist(obj.centroid[:2], p0[:2]))
-        return Perceived(held=held, gripper_width=width,
+        self._last_perceived = Perceived(held=held, gripper_width=width,
                          object_position=tuple(obj.centroid) if obj else None,  # type: ignore[arg-type]
                          destination_position=tuple(dest.centroid) if dest else None,  # type: ignore[arg-type]
                          object_at_destination=at_dest, object_moved_m=moved,
                          table_height=self.scene.table.height,
                          hand_travel_m=self._hand_travel(self.cfg.no_progress_s),
                          hand_height_at_signal=self._hand_height_at(signal_t))
+        return self._last_perceived
 
     # ------------------------------------------------------------------ phases
     def _make_monitor(self) -> Monitor:
@@ -255,7 +262,13 @@ class Orchestrator:
         d = self.decider.decide(ctx)
         latency = time.perf_counter() - t0
         d = Decision.model_validate(d.model_dump())  # the schema every decider answers in
+        problem = decision_problem(d, self.plan, self.cfg.spec)
         t = self.env.time
+        if problem is not None:
+            self.record.write("decision_rejected", t, decider=self.decider.name,
+                              problem=problem, **d.model_dump())
+            d = Decision(phase=d.phase, action="abort", subgoal=d.subgoal,
+                         rule="loop.decision_rejected", reason=problem)
         line = self.record.write("decision", t, decider=self.decider.name,
                                  latency_s=round(latency, 6),
                                  inputs_digest=digest(ctx.digest_input()),
@@ -343,8 +356,7 @@ class Orchestrator:
                     outcomes[sg.id] = "aborted"
                     break
                 if d.action == "replan":
-                    keep = [i for i in (d.remaining or []) if i in by_id]
-                    queue = keep
+                    queue = list(d.remaining or [])
                     outcomes.setdefault(sg.id, "replanned")
                     break
                 held = self._perceived_held()
@@ -408,14 +420,12 @@ class Orchestrator:
         return self.monitor.completed()
 
     def _perceived_held(self) -> str | None:
-        st = self.env.world_state()
-        if self.env.gripper_width() <= MIN_HELD_WIDTH:
+        """What the last decision point perceived in the hand (a tool that takes another
+        object lets this one go first); nothing held when the gripper has closed on air."""
+        p = self._last_perceived
+        if p is None or self.env.gripper_width() <= MIN_HELD_WIDTH:
             return None
-        # the hand's contents as the primitives measure them (the oracle's grasped)
-        for e in self.scene.entities:
-            if e.movable and st.fact(f"grasped({e.id})"):
-                return e.id
-        return None
+        return p.held
 
     def _ctx(self, phase: str, sg: Subgoal, event: str, attempts: dict[str, int],
              rewrites: list[str], sig: Signal | None = None, res: ToolResult | None = None,
