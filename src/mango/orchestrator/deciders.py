@@ -56,6 +56,7 @@ class DecisionContext:
     max_attempts: int = 3
     rewrites: list[str] = field(default_factory=list)  # instructions the VLA may be given
     last_instruction: str | None = None
+    spent_tools: set[str] = field(default_factory=set)  # recovery tools that did not help here
 
     def digest_input(self) -> dict[str, Any]:
         return {"phase": self.phase, "active": self.active.id, "event": self.event,
@@ -64,7 +65,7 @@ class DecisionContext:
                 "tool_running": self.tool_running,
                 "perceived": self.perceived.to_json() if self.perceived else None,
                 "completed": sorted(self.completed), "attempts": self.attempts,
-                "mode": self.mode.name}
+                "spent_tools": sorted(self.spent_tools), "mode": self.mode.name}
 
 
 class Decider(Protocol):
@@ -102,8 +103,8 @@ class OfflineDecider:
     def _carry_out(self, ctx: DecisionContext, intent: str, rule: str,
                    reason: str) -> Decision:
         for action, tool in _INTENTS[intent]:
-            if not ctx.mode.allows(action, tool):
-                continue
+            if not ctx.mode.allows(action, tool) or action in ctx.spent_tools:
+                continue  # a recovery tool that already failed this subgoal is not tried again
             d = Decision(phase=ctx.phase, action=action, tool=tool,  # type: ignore[arg-type]
                          subgoal=ctx.active.id, rule=rule, reason=reason)
             if action == "replan":
@@ -128,6 +129,11 @@ class OfflineDecider:
             return "execute", "route.start", f"subgoal {sg.id}: {sg.instruction}"
         if sg.id in ctx.completed:
             return "advance", "route.monitor_completed", f"the monitor says {sg.id} is done"
+        sig = ctx.signal
+        if ctx.phase == "route" and ctx.tool_running and sig is not None \
+                and sig.kind == "completed":
+            return "resume", "route.other_subgoal_completed", \
+                f"subgoal {sig.subgoal} completed meanwhile; {sg.id} goes on"
         if ctx.phase == "route" and ctx.tool == "grasp" and ctx.tool_status == "succeeded" \
                 and p is not None and p.held == sg.object:
             return "carry_on", "route.grasped_now_place", f"holding {sg.object}"

@@ -339,6 +339,8 @@ class Orchestrator:
         outcomes: dict[str, str] = {}
         aborted = None
         attempts: dict[str, int] = {}
+        spent: dict[str, set[str]] = {}  # recovery tools that did not help, per subgoal
+        self._spent = spent
         while queue and self.env.time < self.horizon and aborted is None:
             sg = by_id[queue[0]]
             self._active = sg
@@ -346,6 +348,7 @@ class Orchestrator:
             ctx = self._ctx("route", sg, "start", attempts, rewrites)
             d = self._decide(ctx)
             last_instruction = None
+            last_res: ToolResult | None = None
             while self.env.time < self.horizon:
                 if d.action == "next_subgoal":
                     outcomes[sg.id] = "completed" if sg.id in self._done_now() else "advanced"
@@ -360,10 +363,16 @@ class Orchestrator:
                     outcomes.setdefault(sg.id, "replanned")
                     break
                 held = self._perceived_held()
-                resume = d.action == "continue" and d.tool == "vla" and d.phase == "recovery"
+                resume = d.action == "continue" and d.tool == "vla" and last_res is not None \
+                    and last_res.tool == "vla" and last_res.status == "interrupted"
                 if d.tool == "vla" and not resume:
                     last_instruction = d.instruction or sg.instruction
                 res = self._run_tool(d, sg, held, resume)
+                last_res = res
+                if d.action in ("grasp_tool", "place_tool") and (
+                        res.status != "succeeded" or (d.action == "place_tool"
+                        and sg.id not in self._done_now())):
+                    spent.setdefault(sg.id, set()).add(d.action)
                 sigs = res.signals or []
                 if not sigs and self._queued:
                     sigs, self._queued = list(self._queued), []
@@ -384,10 +393,11 @@ class Orchestrator:
                     d = self._decide(ctx)
                     continue
                 if not failures and res.status == "interrupted":
-                    # only other subgoals' completions: carry on with the same tool
-                    d = Decision(phase="route", action="continue", tool=d.tool, subgoal=sg.id,
-                                 instruction=last_instruction, rule="route.other_completion",
-                                 reason="another subgoal completed")
+                    # stopped for news that needs no halt (another subgoal's completion)
+                    ctx = self._ctx("route", sg, "signal", attempts, rewrites,
+                                    sigs[0] if sigs else None, res, running=True)
+                    d = self._decide(ctx)
+                    last_res = res
                     continue
                 why = sig.reason if sig is not None else (
                     f"{res.tool} {res.status}" if not ok else
@@ -435,7 +445,8 @@ class Orchestrator:
             signal=sig, tool=res.tool if res else None, tool_status=res.status if res else None,
             tool_running=running, completed=self._done_now(),
             monitored=self.cfg.monitor != "none", attempts=attempts.get(sg.id, 0),
-            max_attempts=self.cfg.max_recoveries, rewrites=rewrites)
+            max_attempts=self.cfg.max_recoveries, rewrites=rewrites,
+            spent_tools=set(self._spent.get(sg.id, set())))
 
     def _outcome(self, outcomes: dict[str, str], aborted: str | None,
                  wall: float) -> TaskOutcome:
