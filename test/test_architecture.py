@@ -26,14 +26,14 @@ LAYERS: list[set[str]] = [
     {"llm"},  # model backends
     {"generation", "camera"},  # MANGO modules I-III; camera sources
     {"policy"},  # VLA policies; the expert reads its instruction with generation's parser
-    {"perception"},  # RGB-D -> detections; grounds phrases with generation's grounder
+    {"perception", "bddl"},  # RGB-D -> detections; LIBERO BDDL files <-> scenes, goals
     {"primitives"},  # grasp/place planned from detections, run and measured (no rclpy)
     {"orchestrator"},  # plan, act through interruptible tools, monitor, halt, recover
     {"ros"},  # core <-> ROS message adapters (no rclpy)
     {"stack"},  # stack files: which nodes, with which parameters
     {"bringup", "launch_support"},  # bringing a stack up as processes / from ros2 launch
     {"nodes"},  # one file per ROS node: adapters only
-    {"client", "doctor"},  # the Python API over a running stack; the installation check
+    {"client", "doctor", "evaluation"},  # API over a stack; install check; campaigns, stats
     {"cli"},  # the `mango` command
 ]
 RCLPY_ALLOWED = {"nodes", "client", "cli", "doctor"}

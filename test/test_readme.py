@@ -157,6 +157,19 @@ def _check_gazebo_launch() -> None:
     assert control["parameters"]["backend"] == "franka_ros2"
 
 
+def _check_primitive_actions() -> None:
+    # `ros2 action send_goal NAME TYPE GOAL` sends one goal of TYPE to the action NAME
+    # (ros2/ros2cli: ros2action/ros2action/verb/send_goal.py); the sim stack runs the node
+    # serving /grasp and /place, and test/primitives/test_node.py sends both on that stack
+    stack = yaml.safe_load((ROOT / "config" / "stacks" / "sim.yaml").read_text())
+    assert "primitives_node" in {n["name"] for n in stack["nodes"]}
+    node = (ROOT / "src/mango/nodes/primitives_node.py").read_text()
+    assert '(Grasp, "grasp"' in node and '(Place, "place"' in node
+    test = (ROOT / "test/primitives/test_node.py").read_text()
+    assert 'load_stack("sim")' in test and "Grasp.Goal(target=" in test
+    assert "Place.Goal(destination=" in test
+
+
 def _check_fr3_launch() -> None:
     # the launch file starts config/stacks/fr3.yaml; the README's files are its parameters
     assert "stack_launch_description(\"fr3\")" in (ROOT / "launch" / "fr3.launch.py").read_text()
@@ -299,6 +312,29 @@ WALK: dict[str, tuple[Step, ...]] = {
         Stop("sim"),
         Run("mango bag info out/sim_bag", expect=("world_state", "task_verdict")),
     ),
+    "mango bddl import test/data/bddl/study_single_atom.bddl -o out/bddl/": (
+        Run("mango bddl import test/data/bddl/study_single_atom.bddl -o out/bddl/",
+            expect=("goal: on(black_book_1, wooden_two_layer_shelf_1_top_side)",
+                    "out/bddl/scene.json")),
+    ),
+    'mango generate oracle --instruction "place the book on the shelf" --scene '
+    "out/bddl/scene.json --libraries libs/ -o out/bddl/oracle.json": AS_WRITTEN,
+    "mango bddl export out/bddl/oracle.json": (
+        Run("mango bddl export out/bddl/oracle.json",
+            expect=("(And (On black_book_1 wooden_two_layer_shelf_1_top_side))",)),
+    ),
+    "mango bddl export config/oracles/libero10_stove_moka.json": (
+        Run("mango bddl export config/oracles/libero10_stove_moka.json",
+            expect=("(Turnon flat_stove_1)",)),
+    ),
+    "mango bddl scene test/data/bddl/living_room_basket.bddl -o out/bddl/basket.yaml": (
+        Run("mango bddl scene test/data/bddl/living_room_basket.bddl -o out/bddl/basket.yaml",
+            expect=("wrote out/bddl/basket.yaml (4 entities, 2 expert steps)",)),
+    ),
+    "mango sim run --scene out/bddl/basket.yaml --seed 0 --trace out/bddl/basket.jsonl": (
+        Run("mango sim run --scene out/bddl/basket.yaml --seed 0 --trace out/bddl/basket.jsonl",
+            expect=("bddl_living_room_basket seed 0: all steps done",)),
+    ),
     "mango generate library --tasks config/tasks/libero10.json -o libs/": (
         Run("mango generate library --tasks config/tasks/libero10.json -o libs/",
             expect=("libs/atomic_library.json",)),
@@ -344,6 +380,13 @@ WALK: dict[str, tuple[Step, ...]] = {
         NotHere("the colcon workspace of a system ROS 2 (none here)", _check_ament_package),),
     "colcon build --packages-select mango_ros && . install/setup.bash": (
         NotHere("needs colcon and ament_cmake from a system ROS 2", _check_ament_package),),
+    "ros2 action send_goal /grasp mango_ros/action/Grasp \"{target: 'the alphabet soup'}\" "
+    "--feedback": (
+        NotHere("needs the ros2 CLI; test/primitives/test_node.py sends Grasp goals to the sim "
+                "stack's primitives_node", _check_primitive_actions),),
+    "ros2 action send_goal /place mango_ros/action/Place \"{destination: 'in the basket'}\"": (
+        NotHere("needs the ros2 CLI; test/primitives/test_node.py sends Place goals to the sim "
+                "stack's primitives_node", _check_primitive_actions),),
     "ros2 run mango_ros oracle_node --ros-args -p oracle_file:=…": (
         NotHere("needs the ros2 CLI; `python -m mango.nodes.oracle_node` is walked instead",
                 _check_ros2_run_oracle_node),),

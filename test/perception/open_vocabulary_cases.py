@@ -190,3 +190,104 @@ def test_cli_runs_a_local_model(owlv2_dir: Path, tmp_path: Path) -> None:
     res = runner.invoke(app, ["perception", "detect", "--scene", "bowl_drawer", "--backend",
                               "owlv2", "--weights", str(tmp_path / "gone"), "x", "--json"])
     assert res.exit_code == 2 and "gone for 'owlv2' does not exist" in res.stderr
+
+
+# ------------------------------------------------------------------ through perception_node
+
+
+@pytest.fixture
+def ros_env(tmp_path: Path):
+    """An rclpy node spun here, node processes that are always stopped, a fresh namespace."""
+    import uuid
+
+    from support.ros import Processes
+
+    from mango.client.session import spun_node
+
+    procs = Processes(tmp_path)
+    with spun_node("cases", threads=1) as node:
+        try:
+            yield node, procs, f"/t{uuid.uuid4().hex[:8]}"
+        finally:
+            procs.stop_all()
+
+
+def _node_detect(node: Any, ns: str, name: str, phrases: list[str]) -> Any:
+    from support.ros import call_service
+
+    from mango_ros.srv import Detect
+
+    return call_service(node, Detect, f"{ns}/{name}/detect",
+                        Detect.Request(phrases=phrases, camera="front", max_results=2),
+                        timeout=60)
+
+
+def _start_perception(procs: Any, ns: str, backend: str, weights: Path) -> str:
+    name = f"perception_{backend}"
+    procs.start(name, "mango.nodes.perception_node", "-r", f"__ns:={ns}", "-r",
+                f"__node:={name}", "-p", f"backend:={backend}", "-p", f"weights:={weights}",
+                "-p", "score_threshold:=0.0", "-p", "cameras:=['front']")
+    return name
+
+
+def test_the_node_serves_both_models_on_the_sim(request: pytest.FixtureRequest,
+                                                ros_env: Any) -> None:
+    from support.ros import wait_for
+
+    from mango.ros.detection_msg import detection_from_msg
+
+    node, procs, ns = ros_env
+    procs.start("sim", "mango.nodes.sim_node", "-r", f"__ns:={ns}", "-p",
+                "scene:=libero10_bowl_drawer", "-p", "camera_rate:=2.0", "-p",
+                "cameras:=['front']", "-p", "image_width:=160", "-p", "image_height:=120")
+    for backend in ("owlv2", "grounding_dino"):
+        name = _start_perception(procs, ns, backend, _folders(request, backend))
+        reply = wait_for(lambda n=name: (r := _node_detect(node, ns, n, PHRASES)).success and r,
+                         timeout=180, what=f"{name} answered from sim frames")
+        # a random model's best boxes may sit on the sky, which has no depth (+Inf): then the
+        # phrase is unmatched with that reason; every phrase is one or the other
+        assert {d.phrase for d in reply.detections} | set(reply.unmatched) == set(PHRASES)
+        assert len(reply.reasons) == len(reply.unmatched) and all(reply.reasons)
+        for msg in reply.detections:
+            det = detection_from_msg(msg, (120, 160))
+            x0, y0, x1, y1 = det.box_2d
+            assert 0 <= x0 < x1 <= 160 and 0 <= y0 < y1 <= 120
+            assert msg.header.frame_id == "world" and det.entity_id is None
+            # a point of the scene seen from the front camera: on or above the floor, in
+            # front of the camera (world frame, metres)
+            assert all(np.isfinite(det.centroid)) and det.centroid[2] > -0.1
+        assert "Traceback" not in procs.log(name)
+
+
+@pytest.mark.parametrize("backend", ["owlv2", "grounding_dino"])
+def test_the_node_answers_bad_frames_with_reasons(request: pytest.FixtureRequest,
+                                                  ros_env: Any, backend: str) -> None:
+    from support.fake_camera import FakeCamera, flat_table
+    from support.ros import wait_for
+
+    node, procs, ns = ros_env
+    name = _start_perception(procs, ns, backend, _folders(request, backend))
+    cam = FakeCamera(node, ns)
+    rgb, depth = flat_table(160, 120)
+
+    def says(text: str, send: Any) -> Any:
+        send()
+        r = _node_detect(node, ns, name, PHRASES[:1])
+        return r if text in r.message or any(text in w for w in r.reasons) else None
+
+    r = wait_for(lambda: says("has no CameraInfo yet", lambda: cam.send(rgb, depth, info=False)),
+                 timeout=180, what="'no CameraInfo'")
+    assert not r.success and r.unmatched == PHRASES[:1]
+    cam.place()
+    r = wait_for(lambda: says("the depth image is empty",
+                              lambda: cam.send(rgb, np.full_like(depth, np.nan))),
+                 timeout=30, what="'empty depth'")
+    assert not r.success
+    # a flat table 1 m below a downward camera: every box lands on it (z = 0)
+    r = wait_for(lambda: (cam.send(rgb, depth),
+                          x := _node_detect(node, ns, name, PHRASES[:1]))[1].success and x,
+                 timeout=30, what="an answer on the flat table")
+    assert r.detections, r.reasons  # a score threshold of 0 keeps every box
+    for msg in r.detections:
+        assert abs(msg.centroid.z) < 0.01, msg.centroid
+    assert "Traceback" not in procs.log(name)

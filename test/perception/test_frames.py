@@ -22,3 +22,16 @@ def test_newest_complete_capture_wins() -> None:
         a.add("depth", t, f"d{t}")
     assert a.latest(("depth", "segmentation")) is None  # capture 2's depth has been dropped
     assert a.has("rgb") and a.latest(()) is None
+
+
+def test_a_restarted_clock_drops_the_captures_from_before_it() -> None:
+    """sim_node restarts its time on a scene reset: the frames of the world before it would
+    stay 'newest' by stamp for `keep` captures, and a grasp would go where things were."""
+    a = FrameAssembler(keep=4)
+    for t in (30.0, 30.2):
+        a.add("rgb", t, f"old{t}")
+        a.add("depth", t, f"old{t}")
+    a.add("rgb", 0.1, "new")  # the first image after the reset
+    assert a.latest(("depth",)) is None  # the old depth is gone, the new one not yet here
+    a.add("depth", 0.1, "new-depth")
+    assert a.latest(("depth",)) == (0.1, {"rgb": "new", "depth": "new-depth"})

@@ -29,6 +29,10 @@ CASES = [
     ("world_state_node", "rate:=0.0", "parameter 'rate' must be between 0.01 and 1000"),
     ("world_state_node", "cameras:=['front']", "parameter 'scene' is required"),
     ("world_state_node", "stale_after:=-1.0", "parameter 'stale_after' must be positive"),
+    ("primitives_node", "planner:=rrt", "parameter 'planner' must be 'ik' or 'moveit'"),
+    ("primitives_node", "planner:=moveit", "planner 'moveit' needs moveit_py"),
+    ("primitives_node", "scene:=/no/scene.yaml", "/no/scene.yaml"),
+    ("primitives_node", "chunk_rate:=0.0", "parameter 'chunk_rate' must be between 0.01"),
 ]
 
 

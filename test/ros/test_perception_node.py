@@ -10,17 +10,12 @@ import math
 
 import numpy as np
 from rclpy.node import Node
-from sensor_msgs.msg import Image
-from std_msgs.msg import Header
+from support.fake_camera import FakeCamera, flat_table
 from support.ros import Processes, call_service, wait_for
-from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
-from mango.control.robot_state import FrameTransform
 from mango.nodes.common import latched_qos
 from mango.ros.detection_msg import detection_from_msg
-from mango.ros.images import camera_info, numpy_to_image
-from mango.ros.tf_msg import tf_message
 from mango.ros.world_state_msg import msg_to_state
 from mango_ros.msg import Detections, SegmentationLabels, WorldState
 from mango_ros.srv import Detect
@@ -107,29 +102,19 @@ def test_what_a_camera_gets_wrong(ros_node: Node, processes: Processes,
     """A camera of our own: no CameraInfo yet, then CameraInfo with an empty depth image."""
     processes.start("perception", "mango.nodes.perception_node", "-r", f"__ns:={namespace}",
                     "-p", "backend:=sim", "-p", f"scene:={SCENE}", "-p", "cameras:=['front']")
-    img = ros_node.create_publisher(Image, f"{namespace}/camera/front/image_raw", 5)
-    depth = ros_node.create_publisher(Image, f"{namespace}/camera/front/depth", 5)
-    seg = ros_node.create_publisher(Image, f"{namespace}/camera/front/segmentation", 5)
-    info = ros_node.create_publisher(type(camera_info(1, 1, 1, 1, 0, 0)),
-                                     f"{namespace}/camera/front/camera_info", 5)
+    cam = FakeCamera(ros_node, namespace)
     labels = ros_node.create_publisher(SegmentationLabels,
                                        f"{namespace}/camera/segmentation_labels", latched_qos(1))
     labels.publish(SegmentationLabels(scene=SCENE, ids=["main_table", "moka_pot_1"]))
     first = wait_for(lambda: _detect(ros_node, namespace, ["the moka pot"]), timeout=60,
                      what="the perception service")
     assert not first.success and "no depth or segmentation image received yet" in first.message
-    header = Header(frame_id="front_camera")
-    header.stamp.sec = 7
-
-    def send(with_info: bool) -> None:
-        img.publish(numpy_to_image(np.zeros((24, 32, 3), np.uint8), "rgb8", header))
-        depth.publish(numpy_to_image(np.full((24, 32), np.nan, np.float32), "32FC1", header))
-        seg.publish(numpy_to_image(np.full((24, 32), 2, np.uint16), "16UC1", header))
-        if with_info:
-            info.publish(camera_info(32, 24, 30.0, 30.0, 15.5, 11.5, header))
+    rgb, _ = flat_table(32, 24)
+    empty = np.full((24, 32), np.nan)
+    seg = np.full((24, 32), 2)
 
     def reply_says(text: str, with_info: bool) -> Detect.Response | None:
-        send(with_info)
+        cam.send(rgb, empty, info=with_info, segmentation=seg)
         r = _detect(ros_node, namespace, ["the moka pot"])
         return r if text in r.message else None
 
@@ -139,9 +124,7 @@ def test_what_a_camera_gets_wrong(ros_node: Node, processes: Processes,
     # CameraInfo, but no tf for front_camera: no pose; the node says so
     r = wait_for(lambda: reply_says("no pose in the world", True), timeout=20, what="no pose")
     assert not r.success
-    tf = ros_node.create_publisher(TFMessage, f"{namespace}/tf_static", latched_qos(10))
-    tf.publish(tf_message([FrameTransform("world", "front_camera", (0.0, 0.0, 1.0),
-                                          (0.0, 1.0, 0.0, 0.0))], header.stamp))
+    cam.place()
     r = wait_for(lambda: reply_says("the depth image is empty", True), timeout=20,
                  what="'empty depth'")
     assert not r.success and "empty" in r.reasons[0]

@@ -30,3 +30,32 @@ def test_a_constructor_bug_still_raises() -> None:
         assert "a real bug" in str(exc)
     else:
         raise AssertionError("a constructor's bug was swallowed")
+
+
+class _StopsThenRaises(Node):
+    """A timer callback that is running when the stop comes: the context is shut down under
+    it and the rclpy call it makes next fails (what a bringup's SIGINT did to
+    robot_state_publisher mid-publish)."""
+
+    def __init__(self, then_stop: bool) -> None:
+        super().__init__("stops_then_raises")
+        self.calls = 0
+        self.then_stop = then_stop
+        self.create_timer(0.01, self._tick)
+
+    def _tick(self) -> None:
+        self.calls += 1
+        if self.then_stop or self.calls > 1:
+            rclpy.shutdown()
+        raise RuntimeError("Unable to convert call argument '0' to Python object")
+
+
+def test_an_error_raised_by_the_stop_itself_is_not_reported_as_a_bug(capfd) -> None:
+    run_node(lambda: _StopsThenRaises(then_stop=True), [], threads=1)
+    assert "a callback raised" not in capfd.readouterr().err
+
+
+def test_a_callback_bug_while_running_is_still_reported(capfd) -> None:
+    run_node(lambda: _StopsThenRaises(then_stop=False), [], threads=1)
+    err = capfd.readouterr().err
+    assert "a callback raised (the node carries on)" in err and "Unable to convert" in err

@@ -79,6 +79,20 @@ def test_depth_is_metric_and_segmentation_names_entities(env: SimEnv) -> None:
     assert abs(float(depth[v0, u0]) - t) < 0.02
 
 
+def test_no_geometry_is_no_reading(env: SimEnv) -> None:
+    """A ray that hits nothing (above the scene) reads +Inf, "too far", as REP 117 defines
+    the non-finite ranges that REP 118 depth images use (ros-infrastructure/rep,
+    rep-0117.rst, rep-0118.rst) - never the far clipping plane, which a perception backend
+    would back-project to a surface metres away."""
+    env.reset(0)
+    _, depth, _ = env.render("front")
+    far = np.isinf(depth)
+    # the top rows look over the scene (the arm in front of part of them)
+    assert far[:10].mean() > 0.7 and np.isposinf(depth[far]).all()
+    assert float(depth[~far].max()) < 5.0  # everything else is a real surface
+    assert not np.isnan(depth).any()
+
+
 def test_shadows_are_off_by_default(env: SimEnv) -> None:
     assert env.shadows is False
     env.render("front", depth=False, seg=False)

@@ -40,6 +40,8 @@ _GROUPS: list[tuple[str, str | None]] = [
     ("mango.cli.perception", "perception"),
     ("mango.cli.primitives", "primitives"),
     ("mango.cli.task", "task"),
+    ("mango.cli.campaign", "campaign"),
+    ("mango.cli.bddl", "bddl"),
 ]
 
 

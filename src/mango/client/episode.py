@@ -143,6 +143,9 @@ def run_episode(
         listeners.add("bag_recorder")
     else:
         keep = [n for n in nodes.values() if n.name != "bag_recorder"]
+    # a policy episode asks perception nothing and runs no primitive
+    keep = [n for n in keep if n.name not in ("perception_node", "primitives_node")]
+    nodes["sim_node"].parameters["segmentation"] = False
     stack = stack.model_copy(update={"nodes": keep}).in_namespace(ns)
 
     t_start = time.monotonic()

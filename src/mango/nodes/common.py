@@ -199,6 +199,11 @@ def _spin(node: Node, executor: Executor) -> None:
         except (KeyboardInterrupt, ExternalShutdownException):
             raise
         except Exception:  # a callback's bug: say it, keep the node up
+            if not node.context.ok():
+                # a stop shut the context down under a running wait or callback (rclpy's
+                # handles go invalid mid-call: pybind11 "Unable to convert call argument"),
+                # which is the stop, not a bug
+                return
             text = traceback.format_exc()
             if text not in said:
                 said.add(text)

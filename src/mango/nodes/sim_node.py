@@ -9,7 +9,8 @@ frame (`base_frame`, the URDF's root) to `tf_static`, all children of `world` (t
 `robot_state_node` adds the arm's links under the base). `~/run_expert` runs the scene's
 scripted expert (optionally with a fault) to the end of the task and answers with the fault's
 ground truth; during it the world state is published after every 15 Hz action, exactly as
-`mango sim run` records it.
+`mango sim run` records it. `~/set_entity_pose` (SetEntityPose) puts a movable object at a
+pose, at rest: a hand in the world for tests and demos.
 With `segmentation` on, each camera also gives `camera/<name>/segmentation` (16UC1 from the
 same render as its depth: entity ids[v - 1], 0 background) and the latched
 `camera/segmentation_labels` says what the values mean (the privileged input of the `sim`
@@ -54,7 +55,7 @@ from mango.sim.runner import make_labels
 from mango.sim.scene import FR3_JOINTS, as_scene
 from mango_ros.msg import SegmentationLabels
 from mango_ros.msg import WorldState as WorldStateMsg
-from mango_ros.srv import ResetScene, RunExpert
+from mango_ros.srv import ResetScene, RunExpert, SetEntityPose
 
 GRIPPER = "gripper"
 FINGER_JOINTS = ("fr3_finger_joint1", "fr3_finger_joint2")
@@ -121,6 +122,8 @@ class SimNode(Node):
         services = ReentrantCallbackGroup()  # they block until the physics thread is done
         self.create_service(ResetScene, "~/reset", self._on_reset, callback_group=services)
         self.create_service(RunExpert, "~/run_expert", self._on_run_expert,
+                            callback_group=services)
+        self.create_service(SetEntityPose, "~/set_entity_pose", self._on_set_entity_pose,
                             callback_group=services)
 
         self._jobs: list[_Job] = []
@@ -338,6 +341,21 @@ class SimNode(Node):
         ft = labels.get("failed_t")
         response.expected_fail_t = float("nan") if ft is None else float(ft)
         self.get_logger().info(response.message)
+        return response
+
+    def _on_set_entity_pose(self, request: SetEntityPose.Request,
+                            response: SetEntityPose.Response) -> SetEntityPose.Response:
+        p, o = request.pose.position, request.pose.orientation
+        try:
+            self._submit(lambda: self.env.place_entity(
+                request.entity_id, (p.x, p.y, p.z), (o.w, o.x, o.y, o.z)), timeout=10)
+        except (InputError, TimeoutError) as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        response.success = True
+        response.message = (f"'{request.entity_id}' at "
+                            f"{[round(v, 3) for v in (p.x, p.y, p.z)]}")
+        self.get_logger().info(f"set_entity_pose: {response.message}")
         return response
 
     def _run_expert(self, expert: ExpertPolicy, settle: float = 1.0) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Function library (spec §4): the predicates a scene offers, their argument kinds and thresholds.
 
 A library file lists predicates by name. Names with a built-in implementation (see
-`mango.oracle.predicates`) are computed from geometry; any other declared predicate is still
+`mango.oracle.predicates`, and `mango.oracle.libero_predicates` for the optional `libero_*`
+ones) are computed from geometry; any other declared predicate is still
 valid in expressions but can only be decided by `facts` in the world states.
 
 Argument kinds come from an optional `"argument_kinds"` list per predicate (our extension);
@@ -20,6 +21,7 @@ from typing import Any
 from mango.errors import InputError
 from mango.json_files import read_json
 from mango.oracle.expr import NAME_RE
+from mango.oracle.libero_predicates import LIBERO_IMPLEMENTATIONS
 from mango.oracle.predicates import BUILTINS, Implementation, Thresholds
 from mango.oracle.world_state import ENTITY_KINDS
 
@@ -169,7 +171,9 @@ def _predicate_from_json(key: Any, entry: Any, file: str | None) -> PredicateSpe
     if not isinstance(ptype, str):
         raise InputError("must be a string", file=file, field=f"{where}.type")
     impl = None
-    builtin = BUILTINS.get(key)
+    # Optional implementations (LIBERO's semantics) are attached only where a library names
+    # them, so the default library stays the project's own.
+    builtin = BUILTINS.get(key) or LIBERO_IMPLEMENTATIONS.get(key)
     if builtin is not None:
         impl = builtin[0]
         if len(args) != len(builtin[1]):

@@ -282,12 +282,18 @@ def read_trace(path: str | Path) -> list[WorldState]:
         raise InputError(f"cannot read trace: {exc.strerror}", file=str(p)) from None
 
 
+def trace_lines(states: Iterable[WorldState | dict[str, Any]]) -> Iterator[str]:
+    """The JSON Lines of a trace, one state per line (the one writer of the format)."""
+    for s in states:
+        rec = s.to_record() if isinstance(s, WorldState) else s
+        yield json.dumps(rec, separators=(",", ":")) + "\n"
+
+
 def write_trace(path: str | Path, states: Iterable[WorldState | dict[str, Any]]) -> int:
     """Write states as JSON Lines; returns how many were written."""
     n = 0
     with Path(path).open("w", encoding="utf-8") as fh:
-        for s in states:
-            rec = s.to_record() if isinstance(s, WorldState) else s
-            fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
+        for line in trace_lines(states):
+            fh.write(line)
             n += 1
     return n

@@ -3,7 +3,8 @@
 Colour, depth and segmentation of one capture carry the same stamp (sim_node stamps all three
 with the render's time; a RealSense aligned-depth pair likewise), but arrive one by one: the
 frame given out is the newest stamp for which every required image has arrived, so a Detect
-between two images of a capture never mixes instants.
+between two images of a capture never mixes instants. A clock that restarts (a sim reset)
+drops the captures from before it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ class FrameAssembler:
 
     def add(self, kind: str, stamp: float, image: Any) -> None:
         store = self._images[kind]
+        if store and stamp < next(reversed(store)):
+            # one kind's images come in order: an older stamp means the clock restarted (a
+            # sim reset); the captures from before it are of another world, never "newest"
+            for other in self._images.values():
+                for t in [t for t in other if t > stamp]:
+                    del other[t]
         store[stamp] = image
         while len(store) > self.keep:
             store.popitem(last=False)

@@ -1,9 +1,20 @@
 """Grasp and place primitives grounded in perception (issue #15): planning from detections
-(`planning`), motions as the 8-D chunks a VLA emits (`motion`), and measured outcomes in the
-embedded sim (`runner`). No rclpy: the node layer adapts these."""
+(`planning`), motions as the 8-D chunks a VLA emits (`motion`), one executor over injected
+ports (`executor`: detect, execute a chunk, measure) and its ports on the embedded sim
+(`runner`). No rclpy: the `primitives_node` gives the executor ROS ports."""
 
+from mango.primitives.executor import (
+    Executed,
+    GraspOutcome,
+    Measurement,
+    Perceived,
+    PlaceOutcome,
+    PrimitiveExecutor,
+    PrimitivePorts,
+)
 from mango.primitives.planning import PlaceRequest, parse_destination, plan_grasp
-from mango.primitives.runner import GraspOutcome, PlaceOutcome, SimPrimitives
+from mango.primitives.runner import SimPrimitives
 
-__all__ = ["GraspOutcome", "PlaceOutcome", "PlaceRequest", "SimPrimitives", "parse_destination",
-           "plan_grasp"]
+__all__ = ["Executed", "GraspOutcome", "Measurement", "Perceived", "PlaceOutcome",
+           "PlaceRequest", "PrimitiveExecutor", "PrimitivePorts", "SimPrimitives",
+           "parse_destination", "plan_grasp"]

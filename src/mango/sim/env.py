@@ -373,6 +373,30 @@ class SimEnv:
         """The camera is fixed in the world (not carried by the robot)."""
         return int(self.model.cam_bodyid[self._camera_id(name)]) == 0
 
+    def place_entity(self, entity_id: str, position: Sequence[float],
+                     quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0)) -> None:
+        """Put a movable entity (its free joint) at a world pose, at rest: a hand in the world
+        for tests and demos (an object slid away between a detection and a grasp)."""
+        b = self.built
+        if entity_id not in b.free_qpos:
+            movable = ", ".join(sorted(b.free_qpos)) or "none"
+            raise InputError(f"'{entity_id}' is not a movable entity of scene "
+                             f"'{self.scene.name}' (movable: {movable})", field="entity_id")
+        pos, q = np.asarray(position, float), np.asarray(quat, float)
+        if pos.shape != (3,) or q.shape != (4,) or not (np.all(np.isfinite(pos))
+                                                         and np.all(np.isfinite(q))):
+            raise InputError("an entity pose needs a finite position (3) and quaternion (4)",
+                             field="pose")
+        n = float(np.linalg.norm(q))
+        if n < 1e-9:
+            raise InputError("the entity's orientation quaternion is zero", field="pose")
+        with self.lock:
+            a, v = b.free_qpos[entity_id], b.free_dof[entity_id]
+            self.data.qpos[a:a + 3] = pos
+            self.data.qpos[a + 3:a + 7] = q / n
+            self.data.qvel[v:v + 6] = 0.0
+            mujoco.mj_forward(self.model, self.data)
+
     def robot_base_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """The robot base (the URDF's root link) in the world: position, quaternion."""
         return np.asarray(self.scene.robot.base, float), np.array([1.0, 0.0, 0.0, 0.0])
@@ -444,7 +468,8 @@ def _release_context(r: mujoco.Renderer) -> None:
 
 
 def _depth_and_ids(r: mujoco.Renderer, model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
-    """Geom id per pixel (-1: none) and metric depth from ONE segmentation pass.
+    """Geom id per pixel (-1: none) and metric depth (+Inf: no geometry) from ONE
+    segmentation pass.
 
     `mujoco.Renderer` draws the scene once for depth and again for segmentation; reading both
     buffers of a single flat-colour pass halves that cost (what makes 2 cameras at 10 Hz fit
@@ -479,6 +504,10 @@ def _depth_and_ids(r: mujoco.Renderer, model: mujoco.MjModel) -> tuple[np.ndarra
         c = np.float32(-0.5) * c - np.float32(0.5)  # reversed-Z projection
         d = np.float32(-0.5) * d
         metric = (d / (raw.astype(np.float64) + c)).astype(np.float32)
+        # a ray that hits no geometry has no reading: +Inf, "too far" (REP 117, which REP 118
+        # depth images follow), not the far clipping plane's distance, which back-projects to
+        # a surface tens of metres away
+        metric[ids < 0] = np.inf
         if r._gl_context:  # EGL/OSMesa images come out upside down
             ids, metric = np.flipud(ids), np.flipud(metric)
         return np.ascontiguousarray(ids), np.ascontiguousarray(metric)

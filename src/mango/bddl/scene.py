@@ -1,0 +1,284 @@
+"""A BDDL task as a sim scene (`config/scenes/*.yaml` format), for the categories the sim builds.
+
+Each LIBERO category is built as the shipped scenes build it (their entities and regions are
+the templates: a `moka_pot` is the cylinder `libero10_stove_moka.yaml` uses, a
+`white_cabinet`'s `bottom_region` the drawer of `libero10_bowl_drawer.yaml`), so there is one
+geometry per category. Placements come from `:init`: the centre of the init region's range,
+moved from LIBERO's table frame to ours so that the offset from the robot's base is LIBERO's
+(`mounted_panda.py`'s `base_xpos_offset`, the problem classes' table sizes and workspace
+offsets), with the range's half-extents as the per-seed jitter (LIBERO samples uniformly in
+the range). The expert's plan is the goal's atoms in order (On/In -> pick_place, Close ->
+close, Turnon -> turn_on). What cannot be built is named, never approximated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mango.bddl.categories import CATEGORIES, SURFACES
+from mango.bddl.convert import goal_expression
+from mango.bddl.model import Atom, Compound, Problem
+from mango.oracle.libero_predicates import category_of
+from mango.sim.scene import (
+    EntitySpec,
+    RegionSpec,
+    RobotSpec,
+    SceneSpec,
+    SkillSpec,
+    list_scenes,
+    load_scene,
+)
+
+# x of LIBERO's robot base relative to each arena's table-frame origin (the ranges' frame):
+# robot x = -0.16 - L/2 (kitchen, table: L 1.0; living room, coffee table: L 0.70), study
+# -0.25 - 0.5 with the workspace offset -0.2, floor ("empty") -0.6.
+ROBOT_FROM_TABLE_X: dict[str, float] = {
+    "kitchen_table": 0.66,
+    "main_table": 0.66,
+    "table": 0.66,
+    "living_room_table": 0.51,
+    "coffee_table": 0.51,
+    "study_table": 0.55,
+    "floor": 0.60,
+}
+# Categories built like another one the shipped scenes have (same shape and size class).
+ALIASES: dict[str, str] = {
+    "white_bowl": "akita_black_bowl",
+    "wooden_cabinet": "white_cabinet",  # both have drawers; ours slides the bottom one only
+    "yellow_book": "black_book",
+    "wooden_tray": "basket",
+    "bbq_sauce": "ketchup",
+    "salad_dressing": "ketchup",
+    "new_salad_dressing": "ketchup",
+    "cookies": "cream_cheese",
+}
+TABLE_REGION_HEIGHT = 0.05  # a table region's box: the top surface and 5 cm above it
+
+
+@dataclass
+class SimScene:
+    """The scene (None when something cannot be built), what is missing, what was left out."""
+
+    scene: SceneSpec | None
+    missing: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Templates:
+    entities: dict[str, EntitySpec]
+    regions: dict[tuple[str, str], RegionSpec]  # (parent category, region name) -> region
+    # (target category, region name or "") -> how the expert puts one object there
+    placing: dict[tuple[str, str], SkillSpec]
+
+
+def shipped_templates() -> _Templates:
+    """The shipped scenes' entities per category and their regions per (category, name)."""
+    entities: dict[str, EntitySpec] = {}
+    regions: dict[tuple[str, str], RegionSpec] = {}
+    placing: dict[tuple[str, str], SkillSpec] = {}
+    for path in list_scenes():
+        sc = load_scene(path)
+        targets = [k.target for k in sc.expert if k.skill == "pick_place"]
+        for k in sc.expert:
+            if k.skill == "pick_place" and k.target is not None and targets.count(k.target) == 1:
+                placing.setdefault(_target_key(k.target, sc), k)
+        for e in sc.entities:
+            cat = category_of(e.id)
+            if cat is not None:
+                entities.setdefault(cat, e)
+        for r in sc.regions:
+            cat = category_of(r.parent)
+            if cat is not None and r.id.startswith(r.parent + "_"):
+                regions.setdefault((cat, r.id[len(r.parent) + 1:]), r)
+    return _Templates(entities, regions, placing)
+
+
+def _supports_first(problem: Problem, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The goal's order, except that an object others are put on or in moves before them
+    ("stack the left bowl on the right bowl and place them in the tray": the right bowl goes
+    into the tray first, then the left bowl onto it); a cycle keeps the goal's order."""
+    def owner(step: dict[str, Any]) -> str | None:
+        if step["skill"] != "pick_place":
+            return None
+        region = problem.region(step["target"])
+        return region.target if region is not None else step["target"]
+
+    out = list(steps)
+    for _ in range(len(out) ** 2):
+        moved = False
+        for i, step in enumerate(out):
+            j = next((k for k in range(i + 1, len(out))
+                      if out[k].get("obj") is not None and out[k]["obj"] == owner(step)), None)
+            if j is not None:
+                out.insert(i, out.pop(j))
+                moved = True
+                break
+        if not moved:
+            return out
+    return list(steps)
+
+
+def _initial_q(template: EntitySpec, init_state: dict[str, str], name: str, joint: str) -> float:
+    """The joint's start from `:init` (Open/Turnon on the fixture or its joint's region):
+    fully open (the end of its range away from closed, as LIBERO may sample up to it), closed,
+    or the template's start when `:init` says nothing."""
+    assert template.joint is not None
+    j = template.joint
+    state = init_state.get(joint) or init_state.get(name)
+    if state in ("open", "turnon"):
+        lo, hi = j.range
+        far = lo if abs(lo - j.q_closed) > abs(hi - j.q_closed) else hi
+        return far if state == "open" else j.q_open
+    if state in ("close", "turnoff"):
+        return j.q_closed
+    return j.q_init
+
+
+def _target_key(target: str, sc: SceneSpec) -> tuple[str, str]:
+    """(category, region name) of a pick-and-place target, "" for an entity itself."""
+    for r in sc.regions:
+        if r.id == target and target.startswith(r.parent + "_"):
+            return (category_of(r.parent) or r.parent, target[len(r.parent) + 1:])
+    return (category_of(target) or target, "")
+
+
+def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) -> SimScene:
+    """The sim scene of a BDDL problem, or what it would need that the sim does not build."""
+    t = templates or shipped_templates()
+    missing: list[str] = []
+    left_out: list[str] = []
+    tables = [f.name for f in problem.fixtures if f.category in SURFACES]
+    if len(tables) != 1:
+        missing.append(f"one table or floor fixture (found {len(tables)})")
+        return SimScene(None, missing)
+    table = tables[0]
+    table_cat = problem.category_of(table) or table
+    to_robot = ROBOT_FROM_TABLE_X.get(table_cat, 0.66) + RobotSpec().base[0]
+
+    def sim_xy(cx: float, cy: float) -> tuple[float, float]:
+        return (round(cx + to_robot, 4), round(cy, 4))
+
+    init_state: dict[str, str] = {}  # entity -> open/close/turnon/turnoff
+    placement: dict[str, str] = {}
+    for a in problem.init:
+        if a.predicate in ("on", "in"):
+            placement.setdefault(a.args[0], a.args[1])
+        else:
+            init_state[a.args[0]] = a.predicate
+
+    entities: list[dict[str, Any]] = []
+    built: dict[str, EntitySpec] = {}
+    mirrored: set[str] = set()
+    for e in (*problem.fixtures, *problem.objects):
+        if e.name == table:
+            continue
+        template = t.entities.get(ALIASES.get(e.category, e.category))
+        if template is None:
+            missing.append(f"category '{e.category}' ({e.name}): the sim builds no such entity")
+            continue
+        where = placement.get(e.name)
+        region = problem.region(where) if where else None
+        if region is None or region.target != table or region.centre() is None:
+            missing.append(
+                f"{e.name} starts on/in '{where}', not on a range of the table: the sim places "
+                "every entity on the table top" if where else f"{e.name} has no placement in :init"
+            )
+            continue
+        x0, y0, x1, y1 = region.ranges[0]
+        data = template.model_dump(mode="json", exclude_none=True)
+        data["id"] = e.name
+        data["position"] = list(sim_xy(*region.centre()))  # type: ignore[misc]
+        data["jitter"] = [round((x1 - x0) / 2, 4), round((y1 - y0) / 2, 4)]
+        data["description"] = CATEGORIES[e.category].description if e.category in CATEGORIES \
+            else e.category.replace("_", " ")
+        if template.joint is not None:
+            # An articulated fixture faces the table's centre line as its template does (a
+            # microwave's cavity, a cabinet's drawer): on the other side of it, mirrored.
+            if template.position[1] * data["position"][1] < 0 and template.yaw:
+                data["yaw"] = -template.yaw
+                mirrored.add(e.name)
+            joint = dict(data["joint"])
+            # the joint keeps its name relative to its entity (`_knob`, `_bottom_region`)
+            joint["id"] = e.name + template.joint.id.removeprefix(template.id)
+            joint["q_init"] = _initial_q(template, init_state, e.name, joint["id"])
+            data["joint"] = joint
+        built[e.name] = EntitySpec.model_validate(data)
+        entities.append(data)
+
+    regions: list[dict[str, Any]] = []
+    used = {arg for a in problem.goal_atoms() for arg in a.args}
+    used |= {arg for a in problem.init if a.predicate not in ("on", "in") for arg in a.args}
+    for r in problem.regions:
+        if r.target == table:
+            if r.full_name in used and r.centre() is not None:
+                x0, y0, x1, y1 = r.ranges[0]
+                cx, cy = sim_xy(*r.centre())  # type: ignore[misc]
+                regions.append({"id": r.full_name, "parent": table,
+                                "offset": [cx, cy, TABLE_REGION_HEIGHT / 2],
+                                "size": [round(x1 - x0, 4), round(y1 - y0, 4),
+                                         TABLE_REGION_HEIGHT]})
+            continue
+        owner = built.get(r.target)
+        cat = problem.category_of(r.target)
+        template_r = t.regions.get((ALIASES.get(cat or "", cat or ""), r.name))
+        if owner is None or template_r is None:
+            what = f"region '{r.full_name}'"
+            if r.full_name in used:
+                missing.append(f"{what}: the sim builds no '{r.name}' on a {cat}")
+            else:
+                left_out.append(f"{what} (unused by the goal)")
+            continue
+        data = template_r.model_dump(mode="json")
+        data["id"], data["parent"] = r.full_name, r.target
+        regions.append(data)
+
+    expert: list[dict[str, Any]] = []
+    goal = problem.goal
+    top = goal.children if isinstance(goal, Compound) and goal.kind == "and" else [goal]
+    sizes = {r["id"]: r["size"] for r in regions} | {e["id"]: e["size"] for e in entities}
+    targets = [g.args[1] for g in top if isinstance(g, Atom) and g.predicate in ("on", "in")]
+    for g in top:
+        if not isinstance(g, Atom):
+            missing.append("a goal with Or/Not: the expert plans an And of atoms")
+            continue
+        if g.predicate in ("on", "in"):
+            step: dict[str, Any] = {"skill": "pick_place", "obj": g.args[0], "target": g.args[1],
+                                    "relation": g.predicate}
+            region = problem.region(g.args[1])
+            owner_cat = problem.category_of(region.target if region else g.args[1]) or ""
+            how = t.placing.get((ALIASES.get(owner_cat, owner_cat), region.name if region else ""))
+            offset = list(how.offset) if how is not None else [0.0, 0.0]
+            if region is not None and region.target in mirrored:
+                offset[1] = -offset[1]
+            if how is not None and how.grasp != "top":
+                step["grasp"] = how.grasp
+            # several objects to one target: side by side across its width, as the shipped
+            # scenes release two groceries in a basket at +/- a quarter of its width
+            n, i = targets.count(g.args[1]), targets[: len(expert) + 1].count(g.args[1]) - 1
+            if n > 1 and g.args[1] in sizes:
+                width = sizes[g.args[1]][1]
+                offset[1] += round(width * ((i + 0.5) / n - 0.5), 4)
+            if offset != [0.0, 0.0]:
+                step["offset"] = offset
+            expert.append(step)
+        elif g.predicate == "close":
+            expert.append({"skill": "close", "joint": g.args[0]})
+        elif g.predicate == "turnon":
+            expert.append({"skill": "turn_on", "device": g.args[0]})
+        else:
+            missing.append(f"goal ({g.predicate} ...): the expert has no such skill")
+    if missing:
+        return SimScene(None, missing, left_out)
+    expert = _supports_first(problem, expert)
+    data = {
+        "name": name,
+        "instruction": problem.language,
+        "goal": goal_expression(problem),
+        "table": {"id": table},
+        "entities": entities,
+        "regions": regions,
+        "expert": expert,
+    }
+    return SimScene(SceneSpec.model_validate(data), [], left_out)

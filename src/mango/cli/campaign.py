@@ -1,0 +1,135 @@
+"""`mango campaign`: many episodes, judged and summarised (commands.md §5, issue #17).
+
+`run` checks the whole campaign file first (one `error:` line naming the field, exit 2), then
+runs what the output folder does not hold yet, with a progress bar; Ctrl-C stops after
+storing what finished. `report` summarises a folder as json, md or html.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+app = typer.Typer(help="Evaluation campaigns: run episodes, report statistics.",
+                  no_args_is_help=True)
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    sys.stderr.write(f"error: {message}\n")
+    raise typer.Exit(code)
+
+
+@app.command()
+def run(
+    campaign_file: Annotated[Path, typer.Argument(help="Campaign YAML (commands.md §5).")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="Output folder (resumed if it "
+                                      "holds this campaign).")],
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes.")] = 1,
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="Run on a Ray cluster (auto or HOST:PORT).")] = None,
+) -> None:
+    """Run every episode of the campaign not yet stored in OUT."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from mango.errors import InputError
+    from mango.evaluation.campaign import load_campaign
+    from mango.evaluation.runner import run_campaign
+
+    try:
+        campaign = load_campaign(campaign_file)
+    except InputError as exc:
+        _fail(str(exc))
+    console = Console(stderr=True)
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("left"),
+                  TimeRemainingColumn(), console=console, transient=False) as progress:
+        # a sampled campaign's size is known once its pool is run
+        total = (sum(1 for _ in campaign.episodes()) if campaign.spec.sampling == "grid"
+                 else None)
+        bar = progress.add_task(campaign.spec.name, total=total, rate="")
+
+        def on_result(result: dict, done: int, total: int) -> None:
+            el = progress.tasks[bar].elapsed or 0.0
+            ran = done - summary_skipped[0]
+            rate = f"{ran / el:.2f} ep/s" if el > 0 and ran > 0 else ""
+            progress.update(bar, completed=done, total=total or None, rate=rate,
+                            description=f"{campaign.spec.name}: {result['episode']}")
+
+        summary_skipped = [0]
+        done_before = _stored(out)
+        summary_skipped[0] = done_before
+        progress.update(bar, completed=done_before)
+        try:
+            summary = run_campaign(campaign, out, workers, on_result, ray_address)
+        except InputError as exc:
+            _fail(str(exc))
+    console.print(f"{summary.ran} episodes run, {summary.skipped} already stored, "
+                  f"{summary.errors} with errors; results in {out}")
+    if summary.pool:
+        console.print(f"sampling: {summary.pool} pool runs")
+    for task, short in (summary.shortfall or {}).items():
+        missing = ", ".join(f"{n} {stage}" for stage, n in short.items())
+        console.print(f"[yellow]sampling: {task}: the pool had too few runs ({missing} "
+                      "missing); give more seeds[/]")
+    if summary.interrupted:
+        console.print(f"stopped early ({summary.interrupted}): run the same command again "
+                      "to resume")
+        raise typer.Exit(130 if summary.interrupted == "interrupted" else 1)
+
+
+def _stored(out: Path) -> int:
+    from mango.evaluation.runner import STORE_FILE
+    from mango.evaluation.store import Store
+
+    if not (out / STORE_FILE).exists():
+        return 0
+    with Store(out / STORE_FILE) as store:
+        return len(store.done())
+
+
+@app.command()
+def report(
+    folder: Annotated[Path, typer.Argument(help="A campaign output folder.")],
+    out: Annotated[Path | None, typer.Option("-o", "--out", help="Write here, not stdout.")
+                   ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="html, md or json.")] = "html",
+) -> None:
+    """Summarise a campaign folder: success with Wilson intervals, oracle vs ground truth,
+    pairwise comparisons."""
+    from mango.evaluation import report as rep
+    from mango.evaluation.metrics import summarize
+    from mango.evaluation.runner import STORE_FILE
+    from mango.evaluation.store import Store
+
+    if fmt not in ("html", "md", "json"):
+        _fail(f"--format must be html, md or json, not '{fmt}'")
+    db = folder / STORE_FILE
+    if not db.is_file():
+        _fail(f"{folder}: no {STORE_FILE} here (not a campaign output folder)")
+    with Store(db) as store:
+        results = list(store.results())
+        spec = store.meta("campaign") or {}
+    if not results:
+        _fail(f"{folder}: the campaign has no finished episodes yet")
+    summary = summarize(results)
+    name = str(spec.get("name", folder.name))
+    text = {"json": rep.to_json, "md": lambda s: rep.to_markdown(s, name),
+            "html": lambda s: rep.to_html(s, name)}[fmt](summary)
+    if out is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            _fail(f"cannot write {out}: {exc.strerror}")

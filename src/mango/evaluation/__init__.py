@@ -1,0 +1,1 @@
+"""Evaluation: campaigns of episodes, their statistics and reports (issue #17)."""

@@ -1,0 +1,92 @@
+"""A campaign's summary (commands.md §5 `--format json`): success per system with Wilson
+intervals and per task; the fine-grained oracle against the ground-truth labels (MANGO Table
+III), with the symbolic end-state oracle judged the same way as the reference; pairwise system
+comparisons (paired sign-flip over per-task success fractions, Vargha-Delaney A12).
+
+A "positive" is a failed episode: the oracle's job is to catch failures. Localization accuracy
+is the share of the true positives whose failed step is the labelled one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from mango.evaluation.sampling import STAGES, stage_of
+from mango.evaluation.stats import a12, sign_flip_test, wilson
+
+
+def confusion(pairs: Iterable[tuple[bool, bool, bool | None]]) -> dict[str, Any]:
+    """(predicted fail, truly failed, step right or None) triples -> Table III figures."""
+    tp = fp = tn = fn = located = 0
+    for predicted, actual, step_ok in pairs:
+        if predicted and actual:
+            tp += 1
+            located += bool(step_ok)
+        elif predicted:
+            fp += 1
+        elif actual:
+            fn += 1
+        else:
+            tn += 1
+    n = tp + fp + tn + fn
+    precision = tp / (tp + fp) if tp + fp else None
+    recall = tp / (tp + fn) if tp + fn else None
+    f1 = (2 * precision * recall / (precision + recall)
+          if precision is not None and recall is not None and precision + recall else None)
+    return {"confusion": {"tp": tp, "fp": fp, "tn": tn, "fn": fn},
+            "accuracy": (tp + tn) / n if n else None, "precision": precision,
+            "recall": recall, "f1": f1,
+            "localization_accuracy": located / tp if tp else None}
+
+
+def _judged(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in results if r.get("labels") and r.get("error") is None]
+
+
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+    systems: dict[str, dict[str, Any]] = {}
+    per_task: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        per_task[r["system"]][r["task"]].append(bool(r.get("success")))
+    for name, tasks in per_task.items():
+        flat = [s for v in tasks.values() for s in v]
+        k, n = sum(flat), len(flat)
+        lo, hi = wilson(k, n)
+        systems[name] = {"success": k, "n": n, "success_rate": k / n, "wilson_95": [lo, hi],
+                         "per_task": {t: {"success": sum(v), "n": len(v)}
+                                      for t, v in sorted(tasks.items())}}
+    judged = [r for r in _judged(results) if r.get("verdict")]
+    fine = confusion((r["verdict"]["verdict"] == "fail", r["labels"]["expected_verdict"] == "fail",
+                      r["verdict"]["failed_step"] == r["labels"]["failed_step"]) for r in judged)
+    symbolic = confusion((r["symbolic"]["verdict"] == "fail",
+                          r["labels"]["expected_verdict"] == "fail", None) for r in judged)
+    symbolic["localization_accuracy"] = None  # an end-state check names no step
+    by_stage = {}
+    for stage in STAGES:
+        failed = [r for r in judged
+                  if stage_of(r["labels"], [s["path"] for s in r["verdict"]["steps"]]) == stage]
+        caught = [r for r in failed if r["verdict"]["verdict"] == "fail"]
+        located = [r for r in caught
+                   if r["verdict"]["failed_step"] == r["labels"]["failed_step"]]
+        by_stage[stage] = {"failures": len(failed), "detected": len(caught),
+                           "localized": len(located),
+                           "recall": len(caught) / len(failed) if failed else None,
+                           "localization_accuracy": (len(located) / len(caught)
+                                                     if caught else None)}
+    comparisons = []
+    for a, b in itertools.combinations(sorted(per_task), 2):
+        shared = sorted(set(per_task[a]) & set(per_task[b]))
+        if not shared:
+            continue
+        fa = [sum(per_task[a][t]) / len(per_task[a][t]) for t in shared]
+        fb = [sum(per_task[b][t]) / len(per_task[b][t]) for t in shared]
+        test = sign_flip_test(fa, fb)
+        comparisons.append({"a": a, "b": b, "mean_diff_pp": 100 * test.mean_diff, "p": test.p,
+                            "a12": a12(fa, fb).a12, "tasks": len(shared)})
+    return {"episodes": len(results), "systems": systems,
+            "oracle_vs_symbolic": {**fine, "symbolic": symbolic, "judged": len(judged),
+                                   "by_stage": by_stage},
+            "comparisons": comparisons}

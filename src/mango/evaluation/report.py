@@ -1,0 +1,122 @@
+"""Campaign reports from the stored results: `json` (the summary itself), `md` (tables), and
+`html` (one self-contained file: inline SVG charts and tables, no scripts, nothing fetched).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{100 * v:.1f} %"
+
+
+def _num(v: float | None, places: int = 3) -> str:
+    return "—" if v is None else f"{v:.{places}f}"
+
+
+def to_json(summary: dict[str, Any]) -> str:
+    return json.dumps(summary, indent=2)
+
+
+def _system_rows(summary: dict[str, Any]) -> list[list[str]]:
+    return [[name, f"{s['success']}/{s['n']}", _pct(s["success_rate"]),
+             f"{_pct(s['wilson_95'][0])} – {_pct(s['wilson_95'][1])}"]
+            for name, s in summary["systems"].items()]
+
+
+def _oracle_rows(summary: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for name, m in (("fine-grained oracle", summary["oracle_vs_symbolic"]),
+                    ("symbolic end state", summary["oracle_vs_symbolic"]["symbolic"])):
+        c = m["confusion"]
+        rows.append([name, str(c["tp"]), str(c["fp"]), str(c["tn"]), str(c["fn"]),
+                     _num(m["accuracy"]), _num(m["precision"]), _num(m["recall"]),
+                     _num(m["f1"]), _num(m["localization_accuracy"])])
+    return rows
+
+
+def _comparison_rows(summary: dict[str, Any]) -> list[list[str]]:
+    return [[c["a"], c["b"], f"{c['mean_diff_pp']:+.1f}", f"{c['p']:.4f}", f"{c['a12']:.2f}",
+             str(c["tasks"])] for c in summary["comparisons"]]
+
+
+SYSTEM_HEAD = ["system", "success", "rate", "Wilson 95 %"]
+ORACLE_HEAD = ["judge", "TP", "FP", "TN", "FN", "accuracy", "precision", "recall", "F1",
+               "localization"]
+COMPARE_HEAD = ["a", "b", "Δ pp", "p (sign-flip)", "Â12", "tasks"]
+
+
+def to_markdown(summary: dict[str, Any], name: str = "campaign") -> str:
+    def table(head: list[str], rows: list[list[str]]) -> str:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(lines)
+
+    parts = [f"# {name}: {summary['episodes']} episodes", "", "## Success per system", "",
+             table(SYSTEM_HEAD, _system_rows(summary)), "",
+             f"## Oracle vs ground truth ({summary['oracle_vs_symbolic']['judged']} judged "
+             "episodes; positive = a failed episode)", "",
+             table(ORACLE_HEAD, _oracle_rows(summary))]
+    if summary["comparisons"]:
+        parts += ["", "## Pairwise comparisons", "", table(COMPARE_HEAD,
+                                                           _comparison_rows(summary))]
+    return "\n".join(parts) + "\n"
+
+
+def _svg_bars(summary: dict[str, Any]) -> str:
+    """Success rate per system with its Wilson interval as a whisker."""
+    names = list(summary["systems"])
+    width, row, left = 640, 28, 160
+    h = row * len(names) + 30
+    scale = width - left - 20
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" '
+           'role="img" aria-label="success rate per system">']
+    for i, n in enumerate(names):
+        s = summary["systems"][n]
+        y = 10 + i * row
+        lo, hi = s["wilson_95"]
+        out.append(f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" '
+                   f'font-size="13">{html.escape(n)}</text>')
+        out.append(f'<rect x="{left}" y="{y + 3}" width="{scale * s["success_rate"]:.1f}" '
+                   'height="16" fill="#4c78a8"/>')
+        out.append(f'<line x1="{left + scale * lo:.1f}" x2="{left + scale * hi:.1f}" '
+                   f'y1="{y + 11}" y2="{y + 11}" stroke="#222" stroke-width="2"/>')
+    for f in (0.0, 0.5, 1.0):
+        x = left + scale * f
+        out.append(f'<text x="{x:.1f}" y="{h - 4}" font-size="11" text-anchor="middle">'
+                   f'{int(100 * f)} %</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def to_html(summary: dict[str, Any], name: str = "campaign") -> str:
+    def table(head: list[str], rows: list[list[str]]) -> str:
+        th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+                       for r in rows)
+        return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+    per_task_rows = [[sys_name, task, f"{v['success']}/{v['n']}"]
+                     for sys_name, s in summary["systems"].items()
+                     for task, v in s["per_task"].items()]
+    sections = [
+        f"<h1>{html.escape(name)}</h1><p>{summary['episodes']} episodes</p>",
+        "<h2>Success per system (Wilson 95 % interval)</h2>", _svg_bars(summary),
+        table(SYSTEM_HEAD, _system_rows(summary)),
+        "<h2>Success per task</h2>", table(["system", "task", "success"], per_task_rows),
+        f"<h2>Oracle vs ground truth</h2><p>{summary['oracle_vs_symbolic']['judged']} judged "
+        "episodes; a positive is a failed episode.</p>",
+        table(ORACLE_HEAD, _oracle_rows(summary)),
+    ]
+    if summary["comparisons"]:
+        sections += ["<h2>Pairwise comparisons</h2>",
+                     table(COMPARE_HEAD, _comparison_rows(summary))]
+    style = ("body{font-family:sans-serif;margin:2em;max-width:60em}table{border-collapse:"
+             "collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:"
+             "left}th{background:#eee}")
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
+            f"{html.escape(name)}</title><style>{style}</style></head><body>"
+            + "".join(sections) + "</body></html>\n")

@@ -1,0 +1,89 @@
+"""A campaign's results in one SQLite file (`DIR/campaign.sqlite`): one row per finished
+episode, written and committed as each finishes, so a killed run loses only the episodes in
+flight and `mango campaign run` resumes by skipping the ids already stored.
+
+SQLite because it is in the standard library, one file a user can copy, and safe against a
+kill mid-write (a transaction either landed or did not). One writer: the campaign's main
+process; workers only return results.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS episodes (
+    id TEXT PRIMARY KEY,
+    system TEXT NOT NULL,
+    task TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    fault TEXT,
+    success INTEGER NOT NULL,
+    verdict TEXT,          -- fine-grained: pass | fail | running | NULL (no oracle)
+    failed_step TEXT,
+    symbolic TEXT,         -- pass | fail | NULL
+    expected_verdict TEXT, -- the labels' ground truth
+    expected_step TEXT,
+    error TEXT,
+    wall_s REAL NOT NULL,
+    role TEXT NOT NULL,    -- episode | pool (a sampling run, not a system's episode)
+    result TEXT NOT NULL   -- the whole result.json
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class Store:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path)
+        self.db.executescript(SCHEMA)
+        self.db.commit()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+        self.db.commit()
+
+    def meta(self, key: str) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def done(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT id FROM episodes")}
+
+    def get(self, episode_id: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT result FROM episodes WHERE id = ?",
+                              (episode_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def add(self, result: dict[str, Any], role: str = "episode") -> None:
+        verdict = result.get("verdict") or {}
+        labels = result.get("labels") or {}
+        symbolic = result.get("symbolic") or {}
+        self.db.execute(
+            "INSERT OR REPLACE INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (result["episode"], result["system"], result["task"], result["seed"],
+             result["fault"], int(bool(result.get("success"))), verdict.get("verdict"),
+             verdict.get("failed_step"), symbolic.get("verdict"),
+             labels.get("expected_verdict"), labels.get("failed_step"), result.get("error"),
+             float(result.get("wall_s", 0.0)), role, json.dumps(result)))
+        self.db.commit()
+
+    def results(self, role: str = "episode") -> Iterator[dict[str, Any]]:
+        for (text,) in self.db.execute(
+                "SELECT result FROM episodes WHERE role = ? ORDER BY id", (role,)):
+            yield json.loads(text)

@@ -1,0 +1,130 @@
+"""`mango bddl scene`: a BDDL task as a sim scene, the expert run on it, and what cannot be built.
+
+LIBERO's frames (Lifelong-Robot-Learning/LIBERO): a region's ranges are in the table's frame
+(`envs/problems/libero_living_room_tabletop_manipulation.py`: centre + workspace offset
+(0, 0, 0.41)); the robot base sits at x = -0.16 - L/2 of it with L = 0.70 for the living-room
+table (`envs/robots/mounted_panda.py`, `base_xpos_offset`), so a range centred at x = 0 is
+0.51 m in front of the robot; our robot base is at x = -0.56 (`mango.sim.scene.RobotSpec`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from mango.bddl.parser import read_bddl
+from mango.bddl.scene import sim_scene
+from mango.cli.main import app
+from mango.sim.scene import load_scene
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "bddl"
+BASKET = DATA / "living_room_basket.bddl"
+runner = CliRunner()
+
+
+def test_layout_becomes_placements_relative_to_the_robot() -> None:
+    result = sim_scene(read_bddl(BASKET), "t")
+    assert result.missing == [] and result.scene is not None
+    sc = result.scene
+    assert sc.table.id == "living_room_table"
+    basket = sc.entity("basket_1")
+    # range centre (0.0, 0.21): 0.51 m ahead of LIBERO's robot, so 0.51 ahead of ours
+    assert basket.position == pytest.approx((0.0 + 0.51 - 0.56, 0.21))
+    assert basket.jitter == pytest.approx((0.01, 0.01))  # half the range
+    assert basket.shape == "basket" and basket.description == "basket"
+    assert sc.region("basket_1_contain_region").parent == "basket_1"
+    steps = [(k.skill, k.obj, k.target, k.offset) for k in sc.expert]
+    assert steps == [
+        ("pick_place", "tomato_sauce_1", "basket_1_contain_region", pytest.approx((0, -0.057))),
+        ("pick_place", "butter_1", "basket_1_contain_region", pytest.approx((0, 0.057))),
+    ]
+    assert sc.goal == "in(tomato_sauce_1, basket_1_contain_region) and " \
+        "in(butter_1, basket_1_contain_region)"
+
+
+def test_what_the_sim_cannot_build_is_named() -> None:
+    result = sim_scene(read_bddl(DATA / "kitchen_every_section.bddl"), "k")
+    assert result.scene is None
+    text = "\n".join(result.missing)
+    assert "akita_black_bowl_2 starts on/in 'plate_1'" in text
+    assert "no 'top_region' on a wooden_cabinet" in text
+    assert "goal (open ...): the expert has no such skill" in text
+    result = sim_scene(read_bddl(DATA / "study_single_atom.bddl"), "s")
+    assert any("wooden_two_layer_shelf" in m for m in result.missing)
+
+
+def test_cli_scene_and_an_expert_run_passing_the_bddl_goal(tmp_path: Path) -> None:
+    out = tmp_path / "scene.yaml"
+    res = runner.invoke(app, ["bddl", "scene", str(BASKET), "-o", str(out)])
+    assert res.exit_code == 0, res.stderr
+    assert yaml.safe_load(out.read_text())["name"] == "bddl_living_room_basket"
+    assert load_scene(out).entity("milk_1").description == "milk"
+    trace = tmp_path / "t.jsonl"
+    run = runner.invoke(app, ["sim", "run", "--scene", str(out), "--seed", "1", "--trace",
+                              str(trace)])
+    assert run.exit_code == 0, run.stderr
+    goal = load_scene(out).goal
+    sym = runner.invoke(app, ["oracle", "symbolic", goal, str(trace), "--json"])
+    assert sym.exit_code == 0, sym.stderr
+    assert json.loads(sym.stdout)["verdict"] == "pass"
+
+
+def test_cli_scene_refuses_with_the_list_and_exit_1(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["bddl", "scene", str(DATA / "kitchen_every_section.bddl"), "-o",
+                              str(tmp_path / "k.yaml")])
+    assert res.exit_code == 1
+    assert res.stderr.startswith("error: ") and "cannot build this task" in res.stderr
+    assert "  - goal (open ...)" in res.stderr
+    assert not (tmp_path / "k.yaml").exists()
+
+
+MICROWAVE = """(define (problem LIBERO_Kitchen_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language put the mug in the microwave and close it)
+  (:regions
+    (microwave_init_region (:target kitchen_table) (:ranges ((-0.01 0.29 0.01 0.31))))
+    (mug_init_region (:target kitchen_table) (:ranges ((-0.06 -0.06 -0.04 -0.04))))
+    (heating_region (:target microwave_1)))
+  (:fixtures kitchen_table - kitchen_table microwave_1 - microwave)
+  (:objects white_yellow_mug_1 - white_yellow_mug)
+  (:init (On microwave_1 kitchen_table_microwave_init_region)
+         (On white_yellow_mug_1 kitchen_table_mug_init_region)
+         (Open microwave_1))
+  (:goal (And (In white_yellow_mug_1 microwave_1_heating_region) (Close microwave_1)))
+)
+"""
+
+
+def test_init_states_and_facing_of_an_articulated_fixture() -> None:
+    from mango.bddl.parser import parse_bddl
+
+    shipped = load_scene(Path(__file__).resolve().parents[2] / "config" / "scenes"
+                         / "libero10_mug_microwave.yaml").entity("microwave_1")
+    sc = sim_scene(parse_bddl(MICROWAVE), "m").scene
+    assert sc is not None
+    mw = sc.entity("microwave_1")
+    assert mw.joint is not None and mw.joint.id == "microwave_1"
+    assert mw.joint.q_init == min(mw.joint.range)  # Open: fully open (LIBERO: up to -2.094)
+    # LIBERO puts it left of the centre line (+y), the shipped scene right: mirrored facing
+    assert shipped.position[1] < 0 < mw.position[1] and mw.yaw == -shipped.yaw
+    assert [k.skill for k in sc.expert] == ["pick_place", "close"]
+    assert sc.expert[0].grasp == "side"  # how the shipped scene reaches into a microwave
+    closed = parse_bddl(MICROWAVE.replace("(Open microwave_1)", "(Close microwave_1)"))
+    mw2 = sim_scene(closed, "m2").scene.entity("microwave_1")  # type: ignore[union-attr]
+    assert mw2.joint.q_init == mw2.joint.q_closed  # type: ignore[union-attr]
+
+
+def test_an_object_others_go_onto_moves_first() -> None:
+    from mango.bddl.parser import parse_bddl
+
+    text = (DATA / "living_room_basket.bddl").read_text().replace(
+        "(And (In tomato_sauce_1 basket_1_contain_region) (In butter_1 basket_1_contain_region))",
+        "(And (On butter_1 tomato_sauce_1) (In tomato_sauce_1 basket_1_contain_region))")
+    sc = sim_scene(parse_bddl(text), "stack").scene
+    assert sc is not None
+    assert [(k.obj, k.target) for k in sc.expert] == [
+        ("tomato_sauce_1", "basket_1_contain_region"), ("butter_1", "tomato_sauce_1")]
