@@ -24,9 +24,11 @@ LAYERS: list[set[str]] = [
     {"bags"},  # rosbag2 files, CDR decoding, judging bags
     {"control", "sim"},  # controller core; the MuJoCo world
     {"llm"},  # model backends
-    {"generation", "policy", "camera"},  # MANGO modules I-III; VLA policies; camera sources
+    {"generation", "camera"},  # MANGO modules I-III; camera sources
+    {"policy"},  # VLA policies; the expert reads its instruction with generation's parser
     {"perception", "bddl"},  # RGB-D -> detections; LIBERO BDDL files <-> scenes, goals
     {"primitives"},  # grasp/place planned from detections, run and measured (no rclpy)
+    {"orchestrator"},  # plan, act through interruptible tools, monitor, halt, recover
     {"ros"},  # core <-> ROS message adapters (no rclpy)
     {"stack"},  # stack files: which nodes, with which parameters
     {"bringup", "launch_support"},  # bringing a stack up as processes / from ros2 launch

@@ -261,6 +261,18 @@ WALK: dict[str, tuple[Step, ...]] = {
         Run('mango primitives place --scene mugs_plates --object "the white mug" '
             '"empty space next to the left plate"', expect=("place: succeeded",)),
     ),
+    "mango task run --scene soup_sauce_basket --seed 0 --mode full --monitor oracle --fault "
+    "wrong_object@1": (
+        Run("mango task run --scene soup_sauce_basket --seed 0 --mode full --monitor oracle "
+            "--fault wrong_object@1",
+            expect=("decide [offline:recovery.wrong_object_in_hand] grasp_tool/grasp",
+                    "oracle verdict: pass")),
+    ),
+    "mango task run --scene stove_moka --mode full --monitor gt --fault drop@0.3 --record "
+    "out/task --json": (
+        Run("mango task run --scene stove_moka --mode full --monitor gt --fault drop@0.3 "
+            "--record out/task --json", expect=('"success": true', '"recovered": 1')),
+    ),
     "mango sim scenes": (Run("mango sim scenes", expect=("libero10_stove_moka",)),),
     "mango sim run --scene stove_moka --seed 3 [--fault drop@0.3] --trace out/t.jsonl "
     "[--video out/v.mp4]": (

@@ -39,6 +39,7 @@ _GROUPS: list[tuple[str, str | None]] = [
     ("mango.cli.policy", "policy"),
     ("mango.cli.perception", "perception"),
     ("mango.cli.primitives", "primitives"),
+    ("mango.cli.task", "task"),
     ("mango.cli.campaign", "campaign"),
     ("mango.cli.bddl", "bddl"),
 ]

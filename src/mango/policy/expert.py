@@ -1,5 +1,6 @@
 """The sim's scripted expert as a policy backend: the same planner (`ExpertPolicy`), driven by
-the world state the robot publishes instead of the simulator's internals."""
+the world state the robot publishes instead of the simulator's internals, conditioned on its
+instruction (`policy.instructions`: the whole task or one subgoal of it)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,13 @@ class ExpertBackend:
         return cls(cfg.scene, cfg.fault, preset_for(cfg, "joint"))
 
     def reset(self, instruction: str) -> None:
-        self.expert.reset()
+        """Start the expert on `instruction`: the scene's task, or the subgoal it names
+        (`UngroundedInstruction`, a `PolicyError`, says why one cannot be done)."""
+        from mango.policy.instructions import expert_subgoal
+
+        sub = expert_subgoal(self.scene, instruction)
+        self.expert.reset(None if sub.whole_task and sub.steps == tuple(
+            range(len(self.scene.expert))) else sub.steps)
 
     def infer(self, obs: Observation) -> np.ndarray:
         if obs.world_state is None:

@@ -91,8 +91,17 @@ class FaultInjector:
         self._check()
         self.reset()
 
-    def reset(self) -> None:
-        self.record = FaultRecord(self.fault) if self.fault is not None else None
+    def reset(self, *, new_episode: bool = True) -> None:
+        """Arm the fault again for a new episode; between two instructions of one episode
+        (an orchestrator's subgoals) a fault that already struck stays spent: one fault per
+        episode, as the recovery measurements count them."""
+        if new_episode or self.record is None:
+            self.record = FaultRecord(self.fault) if self.fault is not None else None
+            self.spent = False
+            self._applied = False  # the plan was changed by it (its effect may be pending)
+            self._first_transport: int | None = None
+        else:
+            self.spent = self.record.t is not None or self._applied
 
     def _check(self) -> None:
         f = self.fault
@@ -134,7 +143,9 @@ class FaultInjector:
 
     def _at(self, kind: str, k: int) -> bool:
         f = self.fault
-        return f is not None and f.kind == kind and f.skill == k
+        hit = not self.spent and f is not None and f.kind == kind and f.skill == k
+        self._applied = self._applied or hit
+        return hit
 
     def note(self, skill: int | None, note: str, t: float) -> None:
         """Record the fault's effect (only its first)."""
@@ -164,11 +175,17 @@ class FaultInjector:
 
     def drop_fraction(self, k: int) -> float | None:
         """The fraction of the transport after which step k drops its object (`drop` strikes
-        the first pick-and-place), or None."""
+        the first pick-and-place the episode runs: the plan's first, or the first subgoal's
+        an orchestrator gave), or None."""
         f = self.fault
-        if f is not None and f.kind == "drop" and self._picks[0] == k:
-            return f.when
-        return None
+        if self.spent or f is None or f.kind != "drop":
+            return None
+        if self._first_transport is None:
+            self._first_transport = k
+        if self._first_transport != k:
+            return None
+        self._applied = True
+        return f.when
 
     def knocks_out(self, k: int) -> bool:
         """Is step k's placed object taken out again (`knock_out`)?"""
@@ -182,7 +199,7 @@ class FaultInjector:
     def stalls(self, t: float) -> bool:
         """Is the robot frozen at time t (`stall`)? The first such time is recorded."""
         fr = self.record
-        if fr is None or fr.fault.kind != "stall" or t < fr.fault.when:
+        if self.spent or fr is None or fr.fault.kind != "stall" or t < fr.fault.when:
             return False
         if fr.t is None:
             fr.t, fr.note = t, "robot froze"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mango.errors import InputError
 from mango.ik import BRANCH_CAP
 from mango.oracle.world_state import WorldState
 from mango.sim.build import build_robot
@@ -57,13 +58,25 @@ class ExpertPolicy:
         self.reset()
 
     # ------------------------------------------------------------------ public API
-    def reset(self) -> None:
+    def reset(self, steps: Sequence[int] | None = None, *, new_episode: bool = True) -> None:
+        """Start the scene's whole plan, or only its expert `steps` (0-based, in the order
+        given: a subgoal). `new_episode=False` keeps the episode's milestones and a fault that
+        already struck (an orchestrator's next subgoal in the same world)."""
+        n = len(self.scene.expert)
+        plan = tuple(range(n)) if steps is None else tuple(int(k) for k in steps)
+        bad = [k + 1 for k in plan if not 0 <= k < n]
+        if bad:
+            raise InputError(f"expert step {bad[0]} does not exist (the plan has {n})",
+                             field="steps")
+        self.plan = plan
+        self.whole_plan = steps is None
         self._ctx: SkillContext | None = None
         self._stream: ChunkStream | None = None
         self.done = False
         self.error: str | None = None
-        self.faults.reset()
-        self.progress = TaskProgress(self.scene)
+        self.faults.reset(new_episode=new_episode)
+        if new_episode or not hasattr(self, "progress"):
+            self.progress = TaskProgress(self.scene)
 
     @property
     def fault_record(self) -> FaultRecord | None:
@@ -120,7 +133,8 @@ class ExpertPolicy:
 
     def _script(self) -> Iterator[object]:
         yield SYNC
-        for k, skill in enumerate(self.scene.expert):
+        for k in self.plan:
+            skill = self.scene.expert[k]
             if self.faults.skips(k, self._state().t):
                 continue
             if skill.skill == "pick_place":
@@ -131,6 +145,9 @@ class ExpertPolicy:
                 yield from self._turn_on(k, skill)
         ctx = self._ctx
         assert ctx is not None
+        if not self.whole_plan:  # a subgoal ends where it ends: the next one starts there
+            yield SYNC
+            return
         try:  # park the arm; the task is over whether or not this succeeds
             yield from ctx.arm.travel_to(np.array([-0.2, 0.0, self.scene.table.height + 0.3]))
         except ExpertError as exc:
@@ -149,7 +166,10 @@ class ExpertPolicy:
         place = self.progress.find("place", k)
         side = skill.grasp == "side"
         d = motions.cavity_direction(ctx, skill.target or "") if side else None
-        if d is not None:
+        held = self._held_offset(obj)
+        if held is not None:  # handed over with the object in the hand: place it
+            offset: float | None = held
+        elif d is not None:
             offset = yield from motions.grasp_side(ctx, obj, d, self._approached(obj))
         else:
             offset = yield from motions.grasp(ctx, obj, self._approached(obj))
@@ -179,6 +199,15 @@ class ExpertPolicy:
             self._achieve(place)
         if not side and faults.knocks_out(k) and place.achieved:
             yield from self._knock_out(k, skill, obj)
+
+    def _held_offset(self, obj: str) -> float | None:
+        """The hand's height above `obj`'s bottom when the hand already holds it (a grasp
+        primitive took it before this instruction), else None."""
+        st = self._state()
+        if not st.fact(f"grasped({obj})") or "robot_hand" not in st.objects:
+            return None
+        o = st.objects[obj]
+        return float(st.objects["robot_hand"].position[2] - (o.position[2] - o.size[2] / 2))
 
     def _knock_out(self, k: int, skill: SkillSpec, obj: str) -> Iterator[object]:
         """Take the placed object out of its target again and put it down beside it."""

@@ -1,0 +1,160 @@
+"""Orchestrated LIBERO-10 episodes with one VLA fault each (issue #16's figures).
+
+Every scene x seed gets one fault, the kinds spread over the episodes (wrong_object, drop,
+stall, wrong_place in turn; a kind the scene's task cannot have gives way to the next), and
+every system runs the same episodes with the offline decider:
+`vla_only` without a monitor (the policy alone), `vla_only` + oracle, `full` + oracle,
+`full` + gt, `tools_only` + oracle. Reported per system: task success, recovery (faulted
+episodes whose fault really broke something, i.e. a ground-truth failure spell, that still
+ended in success), ground-truth spells recovered, and the monitor's reaction time (world
+event -> arm halted, p50/p95, over failures followed by a halt).
+
+Run: `python bench/bench_orchestrator.py [--seeds 5] [--workers 2] [--system NAME ...]
+[--json OUT]` (`make bench` runs 1 seed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from report import print_table
+
+SYSTEMS: dict[str, tuple[str, str]] = {
+    "vla_only/none": ("vla_only", "none"),
+    "vla_only/oracle": ("vla_only", "oracle"),
+    "full/oracle": ("full", "oracle"),
+    "full/gt": ("full", "gt"),
+    "tools_only/oracle": ("tools_only", "oracle"),
+}
+KINDS = ("wrong_object", "drop", "stall", "wrong_place")
+
+
+def fault_for(scene, index: int) -> str:
+    """The episode's fault: KINDS[index % 4], or the next kind the task can have."""
+    from mango.errors import InputError
+    from mango.sim.faults import FaultInjector, parse_fault
+
+    picks = [k + 1 for k, s in enumerate(scene.expert) if s.skill == "pick_place"]
+    for j in range(len(KINDS)):
+        kind = KINDS[(index + j) % len(KINDS)]
+        cands = {"drop": ["drop@0.5"], "stall": ["stall@5"]}.get(kind,
+                                                                [f"{kind}@{k}" for k in picks])
+        for spec in cands:
+            try:
+                FaultInjector(scene, parse_fault(spec))
+                return spec
+            except InputError:
+                continue
+    raise RuntimeError(f"no fault fits {scene.name}")
+
+
+def episode(job: tuple[str, str, int, str]) -> dict:
+    system, scene_name, seed, fault = job
+    from mango.orchestrator.config import OrchestratorConfig
+    from mango.orchestrator.loop import run_task
+    from mango.sim.env import as_scene
+    from mango.sim.faults import parse_fault
+
+    mode, monitor = SYSTEMS[system]
+    t0 = time.perf_counter()
+    try:
+        out = run_task(as_scene(scene_name), seed, OrchestratorConfig(mode=mode, monitor=monitor),
+                       parse_fault(fault))
+    except Exception as exc:  # a crash is a row saying so, never a silent gap
+        return {"system": system, "scene": scene_name, "seed": seed, "fault": fault,
+                "error": f"{type(exc).__name__}: {exc}", "success": False, "spells": 0,
+                "recovered_spells": 0, "reactions": [], "unhalted": 0,
+                "wall_s": time.perf_counter() - t0}
+    failures = [e for e in out.world["events"] if e["kind"] not in ("recovery",)]
+    reactions, unhalted = [], 0
+    for ev in failures:
+        after = [h for h in out.halts if h.t_request >= ev["t"] - 1e-6 and h.t_halted is not None]
+        if after and after[0].t_request - ev["t"] <= 30.0:
+            reactions.append(after[0].t_halted - ev["t"])
+        else:
+            unhalted += 1
+    return {"system": system, "scene": scene_name, "seed": seed, "fault": fault,
+            "success": out.success, "spells": out.world["failures"],
+            "recovered_spells": out.world["recovered"], "reactions": reactions,
+            "unhalted": unhalted, "decisions": len(out.decisions), "robot_s": out.t_end,
+            "aborted": out.aborted, "wall_s": time.perf_counter() - t0,
+            "rules": [d["rule"] for d in out.decisions if d["phase"] == "recovery"]}
+
+
+def _pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    k = min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))
+    return xs[k]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--start", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--system", action="append", default=None, choices=list(SYSTEMS))
+    ap.add_argument("--scene", action="append", default=None)
+    ap.add_argument("--json", type=Path, default=None, help="write every episode's row here")
+    args = ap.parse_args()
+
+    from mango.sim.env import as_scene
+    from mango.sim.scene import list_scenes, load_scene
+
+    scenes = ([as_scene(s) for s in args.scene] if args.scene
+              else [load_scene(p) for p in list_scenes() if p.stem.startswith("libero10_")])
+    systems = args.system or list(SYSTEMS)
+    jobs = []
+    for i, sc in enumerate(scenes):
+        for seed in range(args.start, args.start + args.seeds):
+            fault = fault_for(sc, i + seed)
+            jobs += [(s, sc.name, seed, fault) for s in systems]
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        rows = list(pool.map(episode, jobs))
+    wall = time.perf_counter() - t0
+    if args.json:
+        args.json.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    table = []
+    for s in systems:
+        mine = [r for r in rows if r["system"] == s]
+        broke = [r for r in mine if r["spells"] > 0]
+        reactions = [x for r in mine for x in r["reactions"]]
+        spells = sum(r["spells"] for r in mine)
+        table.append((
+            s,
+            f"{sum(r['success'] for r in mine)}/{len(mine)}",
+            f"{sum(r['success'] for r in broke)}/{len(broke)}",
+            f"{sum(r['recovered_spells'] for r in mine)}/{spells}",
+            f"{_pct(reactions, 0.5) * 1000:.0f}" if reactions else "-",
+            f"{_pct(reactions, 0.95) * 1000:.0f}" if reactions else "-",
+            str(sum(r["unhalted"] for r in mine)),
+            str(sum(1 for r in mine if r.get("error"))),
+        ))
+    kinds = sorted({r["fault"].split("@")[0] for r in rows})
+    print_table(f"bench_orchestrator ({len(scenes)} scenes x {args.seeds} seeds, one fault each "
+                f"({', '.join(kinds)}), offline decider; {wall:.0f} s)",
+                ("system", "success", "recovered", "spells", "halt p50 ms", "halt p95 ms",
+                 "no halt", "errors"), table)
+    print("recovered: episodes whose fault broke something (a ground-truth failure) that "
+          "still succeeded; spells: ground-truth failure spells recovered; halt: world event "
+          "-> hand at rest; no halt: failures never followed by a halt")
+    per_kind = []
+    for s in systems:
+        cells = [s]
+        for k in kinds:
+            mine = [r for r in rows if r["system"] == s and r["fault"].startswith(k)]
+            cells.append(f"{sum(r['success'] for r in mine)}/{len(mine)}")
+        per_kind.append(cells)
+    print_table("success per fault kind", ("system", *kinds), per_kind)
+    print(f"mean wall per episode {statistics.mean(r['wall_s'] for r in rows):.1f} s")
+
+
+if __name__ == "__main__":
+    main()
