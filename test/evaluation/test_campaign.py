@@ -186,3 +186,32 @@ def test_a_folder_holds_one_campaign(tmp_path: Path) -> None:
         run_campaign(load_campaign(other), out)
     res = CliRunner().invoke(app, ["campaign", "report", str(tmp_path / "nothing")])
     assert res.exit_code == 2 and "not a campaign output folder" in res.stderr
+
+
+def test_orchestrated_systems_run_beside_the_policy_and_are_compared(tmp_path: Path) -> None:
+    path = _write(tmp_path, """name: modes
+systems:
+  - {name: vla, kind: policy}
+  - {name: full-oracle, kind: task, mode: full, monitor: oracle, decider: offline}
+tasks: [libero10_stove_moka]
+seeds: {start: 0, count: 1}
+faults: [drop@0.5]
+""")
+    out = tmp_path / "out"
+    summary = run_campaign(load_campaign(path), out)
+    assert (summary.ran, summary.errors) == (2, 0)
+    with Store(out / STORE_FILE) as s:
+        task = next(r for r in s.results() if r["system"] == "full-oracle")
+    assert task["orchestrated"]["decisions"] >= 0 and "events" in task["orchestrated"]
+    assert task["verdict"]["verdict"] in ("pass", "fail") and task["labels"] is None
+    assert (out / "episodes" / task["episode"] / "trace.jsonl").stat().st_size > 0
+    rep = json.loads(CliRunner().invoke(app, ["campaign", "report", str(out), "--format",
+                                              "json"]).stdout)
+    assert set(rep["systems"]) == {"vla", "full-oracle"}
+    (cmp,) = rep["comparisons"]
+    assert {cmp["a"], cmp["b"]} == {"vla", "full-oracle"} and 0 <= cmp["p"] <= 1
+    # what the orchestrator has not built is refused before anything runs, naming the field
+    bad = _write(tmp_path, path.read_text().replace("mode: full", "mode: motor"), "bad.yaml")
+    with pytest.raises(InputError) as err:
+        load_campaign(bad)
+    assert err.value.field == "systems[1].mode" and "not built yet" in err.value.message

@@ -118,6 +118,8 @@ def load_campaign(path: str | Path) -> Campaign:
         if names.index(n) != i:
             raise InputError(f"system name '{n}' is used twice", file=p, field=f"systems[{i}].name")
     for i, s in enumerate(spec.systems):
+        if isinstance(s, TaskSystem):
+            _check_task_system(s, p, i)
         if isinstance(s, PolicySystem) and s.backend not in IN_PROCESS_BACKENDS:
             raise InputError(
                 f"backend '{s.backend}' cannot run in-process (it needs a policy server); "
@@ -125,6 +127,18 @@ def load_campaign(path: str | Path) -> Campaign:
                 file=p, field=f"systems[{i}].backend")
     _check_tasks_and_faults(spec, p)
     return Campaign(p, spec)
+
+
+def _check_task_system(system: TaskSystem, file: str, i: int) -> None:
+    """The orchestrator's own check of mode, monitor and decider (what is not built yet)."""
+    from mango.orchestrator.config import OrchestratorConfig
+
+    try:
+        OrchestratorConfig(mode=system.mode, monitor=system.monitor, decider=system.decider)
+    except InputError as exc:
+        raise InputError(exc.message, file=file,
+                         field=f"systems[{i}].{exc.field}" if exc.field else f"systems[{i}]"
+                         ) from None
 
 
 def _check_tasks_and_faults(spec: CampaignFile, file: str) -> None:

@@ -39,17 +39,19 @@ def execute_episode(spec: EpisodeSpec, system: dict[str, Any]
     files: dict[str, str] = {}
     try:
         scene = as_scene(spec.task)
-        if system["kind"] != "policy":
-            raise NotImplementedError(f"system kind '{system['kind']}' is not runnable yet")
-        res = run_episode(scene, spec.seed, parse_fault(spec.fault) if spec.fault else None)
-        states, labels = res.states, res.labels
-        oracle, _ = load_oracle_json(scene)
-        report = check_trace(oracle, states).to_json() if oracle else None
-        symbolic = SymbolicOracle(scene.goal).check(states).to_json()
-        files["trace.jsonl"] = "".join(trace_lines(states))
-        files["labels.json"] = json.dumps(labels, indent=2) + "\n"
-        result.update(success=symbolic["verdict"] == "pass", verdict=report,
-                      symbolic=symbolic, labels=labels, error=res.error)
+        fault = parse_fault(spec.fault) if spec.fault else None
+        if system["kind"] == "task":
+            _run_task(scene, spec, system, fault, result, files)
+        else:
+            res = run_episode(scene, spec.seed, fault)
+            states, labels = res.states, res.labels
+            oracle, _ = load_oracle_json(scene)
+            report = check_trace(oracle, states).to_json() if oracle else None
+            symbolic = SymbolicOracle(scene.goal).check(states).to_json()
+            files["trace.jsonl"] = "".join(trace_lines(states))
+            files["labels.json"] = json.dumps(labels, indent=2) + "\n"
+            result.update(success=symbolic["verdict"] == "pass", verdict=report,
+                          symbolic=symbolic, labels=labels, error=res.error)
     except Exception as exc:  # the episode's failure is its result
         result.update(success=False, verdict=None, symbolic=None, labels=None,
                       error=f"{type(exc).__name__}: {exc}")
@@ -64,3 +66,27 @@ def write_episode(out: str | Path, result: dict[str, Any], files: dict[str, str]
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
     (folder / "result.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+
+
+def _run_task(scene: Any, spec: EpisodeSpec, system: dict[str, Any], fault: Any,
+              result: dict[str, Any], files: dict[str, str]) -> None:
+    """An orchestrated episode (`mango task run`): success by the task-level check, the
+    world-failure events and recoveries from the physics, the oracle's report. Its labels are
+    the world events, not a policy's expected failed step, so it stays out of the oracle's
+    confusion table (which judges oracles on runs with a known failure)."""
+    from mango.oracle.symbolic import SymbolicOracle
+    from mango.oracle.world_state import trace_lines
+    from mango.orchestrator.config import OrchestratorConfig
+    from mango.orchestrator.loop import run_task
+
+    cfg = OrchestratorConfig(mode=system["mode"], monitor=system["monitor"],
+                             decider=system["decider"])
+    out = run_task(scene, spec.seed, cfg, fault)
+    task = out.to_json()
+    files["trace.jsonl"] = "".join(trace_lines(out.states))
+    result.update(success=bool(out.success), verdict=out.verdict,
+                  symbolic=SymbolicOracle(scene.goal).check(out.states).to_json(), labels=None,
+                  orchestrated={k: task[k] for k in ("subgoals", "decisions", "events",
+                                                     "recovered", "unrecovered",
+                                                     "pp_per_min", "robot_s", "aborted")},
+                  error=None)
