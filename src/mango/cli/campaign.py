@@ -33,15 +33,8 @@ def run(
 ) -> None:
     """Run every episode of the campaign not yet stored in OUT."""
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
+    from mango.cli.outputs import run_progress
     from mango.errors import InputError
     from mango.evaluation.campaign import load_campaign
     from mango.evaluation.runner import run_campaign
@@ -51,9 +44,7 @@ def run(
     except InputError as exc:
         _fail(str(exc))
     console = Console(stderr=True)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("left"),
-                  TimeRemainingColumn(), console=console, transient=False) as progress:
+    with run_progress(console, rate=True, transient=False) as progress:
         # a sampled campaign's size is known once its pool is run
         total = (sum(1 for _ in campaign.episodes()) if campaign.spec.sampling == "grid"
                  else None)

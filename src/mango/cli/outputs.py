@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mango.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 
 def output_file(path: Path, what: str = "output file") -> Path:
@@ -74,3 +79,21 @@ def write_error(exc: OSError, path: Path | str) -> InputError:
     user sees."""
     return InputError(f"cannot write: {exc.strerror or exc}", file=str(getattr(exc, "filename",
                       None) or path))
+
+
+def run_progress(console: Console, *, rate: bool = False, transient: bool = True) -> Progress:
+    """The bar long runs show: what runs now, done of total, (a `rate` field), elapsed, ETA."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn()]
+    if rate:
+        columns.append(TextColumn("{task.fields[rate]}"))
+    columns += [TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn()]
+    return Progress(*columns, console=console, transient=transient)

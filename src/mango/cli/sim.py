@@ -189,16 +189,9 @@ def evaluate(
 ) -> None:
     """Expert success rate per scene: every step done, and the oracle and goal agree."""
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
     from rich.table import Table
 
+    from mango.cli.outputs import run_progress
     from mango.errors import InputError
     from mango.oracle.symbolic import SymbolicOracle
     from mango.oracle.tracker import check_trace
@@ -211,9 +204,7 @@ def evaluate(
     try:
         specs = [as_scene(s) for s in scene] if scene else [load_scene(p) for p in list_scenes()]
         # one bar over every run (not a line per seed), gone once the table is printed
-        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
-                      console=console, transient=True) as progress:
+        with run_progress(console) as progress:
             bar = progress.add_task("expert runs", total=len(specs) * seeds)
             for sc in specs:
                 oracle, _ = load_oracle_json(sc)

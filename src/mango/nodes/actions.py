@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -66,3 +67,34 @@ def action_server(node: Node, action: type, name: str, execute_callback: Callabl
 
     return ActionServer(node, action, name, execute_callback=execute,
                         **{**action_service_qos(), "result_timeout": RESULT_KEEP_S, **kwargs})
+
+
+SERVER_LOST_AFTER = 2.0  # s the execute_chunk server may vanish before a chunk counts as lost
+
+
+def wait_for_chunk(node: Node, client: Any, future: Any, gh: Any, inflight: Any = None,
+                   timeout: float = 60.0, poll: float = 0.002) -> str | None:
+    """Wait for an ExecuteChunk future (goal acceptance or result); None once it is done,
+    else why it never will be. A cancel of the caller's goal `gh` cancels the chunk in flight
+    at once (the controller then holds position); a controller that went away (its process
+    gone: its DDS lease ends) or this node shutting down ends the wait at once."""
+    deadline = time.monotonic() + timeout
+    cancelled = False
+    lost_since: float | None = None
+    while not future.done():
+        now = time.monotonic()
+        if gh.is_cancel_requested and inflight is not None and not cancelled:
+            inflight.cancel_goal_async()
+            cancelled = True
+        if not node.context.ok():
+            return f"the {node.get_name()} is shutting down"
+        if client.server_is_ready():
+            lost_since = None
+        elif lost_since is None:
+            lost_since = now
+        elif now - lost_since > SERVER_LOST_AFTER:
+            return "the execute_chunk server went away (control node stopped?)"
+        if now > deadline:
+            return f"no answer within {timeout:.0f} s"
+        time.sleep(poll)
+    return None

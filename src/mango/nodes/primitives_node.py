@@ -35,7 +35,7 @@ from mango.bags.world_state_cdr import decode_world_state
 from mango.control import chunk_to_trajectory, load_robot
 from mango.control.kinematics import FR3Kinematics
 from mango.errors import InputError
-from mango.nodes.actions import ActionClient, action_server
+from mango.nodes.actions import ActionClient, action_server, wait_for_chunk
 from mango.nodes.common import (
     Param,
     declare_parameters,
@@ -69,7 +69,6 @@ from mango_ros.srv import Detect
 
 FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
 SCENE_SETTLE = 2.0  # s after a scene change during which "nothing matched" is asked again
-SERVER_LOST_AFTER = 2.0  # s the execute_chunk server may vanish before a chunk counts as lost
 _STATUS = {"succeeded": 0, "failed": 1, "cancelled": 2, "rejected": 3}
 
 
@@ -283,28 +282,9 @@ class PrimitivesNode(Node):
 
     def _wait(self, future: Any, gh: Any, inflight: Any = None, timeout: float = 60.0
               ) -> str | None:
-        """None once `future` is done, else why it never will be; a cancel of the goal
-        cancels the chunk in flight at once (the controller then holds position)."""
-        deadline = time.monotonic() + timeout
-        cancelled = False
-        lost_since: float | None = None
-        while not future.done():
-            now = time.monotonic()
-            if gh.is_cancel_requested and inflight is not None and not cancelled:
-                inflight.cancel_goal_async()
-                cancelled = True
-            if not self.context.ok():
-                return "the primitives_node is shutting down"
-            if self.chunk_client.server_is_ready():
-                lost_since = None
-            elif lost_since is None:
-                lost_since = now
-            elif now - lost_since > SERVER_LOST_AFTER:
-                return "the execute_chunk server went away (control node stopped?)"
-            if now > deadline:
-                return f"no answer within {timeout:.0f} s"
-            time.sleep(0.001)
-        return None
+        """`wait_for_chunk` (nodes/actions.py): None once done, else why not."""
+        return wait_for_chunk(self, self.chunk_client, future, gh, inflight, timeout,
+                              poll=0.001)
 
     def execute_chunk(self, chunk: np.ndarray, gh: Any) -> Executed:
         if not self.chunk_client.wait_for_server(timeout_sec=self.timeout):

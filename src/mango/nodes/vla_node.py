@@ -29,7 +29,7 @@ from sensor_msgs.msg import Image, JointState
 from mango.bags.world_state_cdr import decode_world_state
 from mango.control import chunk_to_trajectory, load_robot
 from mango.errors import InputError, from_validation_error
-from mango.nodes.actions import ActionClient, action_server
+from mango.nodes.actions import ActionClient, action_server, wait_for_chunk
 from mango.nodes.common import Param, declare_parameters, positive, rate_param, run_node
 from mango.policy import Observation, PolicyConfig, PolicyError, make_policy
 from mango.policy.kinematics import make_kinematics
@@ -39,7 +39,6 @@ from mango_ros.action import ExecuteChunk, RunPolicy
 from mango_ros.msg import WorldState as WorldStateMsg
 
 FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
-SERVER_LOST_AFTER = 2.0  # s the execute_chunk server may vanish before a chunk counts as lost
 _CONFIG_PARAMS = ("backend", "preset", "scene", "fault", "host", "port", "url", "unnorm_key",
                   "checkpoint", "device", "timeout")
 
@@ -149,29 +148,9 @@ class VlaNode(Node):
 
     def _wait(self, future: Any, gh: Any, inflight: Any = None,
               timeout: float = 120.0) -> str | None:
-        """Wait for a future; None once it is done, else why it never will be. A cancel of the
-        RunPolicy goal cancels the chunk in flight; a controller that went away (killed, its
-        process gone: its DDS lease ends) or this node shutting down ends the wait at once."""
-        deadline = time.monotonic() + timeout
-        cancelled = False
-        lost_since: float | None = None
-        while not future.done():
-            now = time.monotonic()
-            if gh.is_cancel_requested and inflight is not None and not cancelled:
-                inflight.cancel_goal_async()
-                cancelled = True
-            if not self.context.ok():
-                return "the vla_node is shutting down"
-            if self.chunk_client.server_is_ready():
-                lost_since = None
-            elif lost_since is None:
-                lost_since = now
-            elif now - lost_since > SERVER_LOST_AFTER:
-                return "the execute_chunk server went away (control node stopped?)"
-            if now > deadline:
-                return f"no answer within {timeout:.0f} s"
-            time.sleep(0.002)
-        return None
+        """`wait_for_chunk` (nodes/actions.py): None once done, else why not."""
+        return wait_for_chunk(self, self.chunk_client, future, gh, inflight, timeout,
+                              poll=0.002)
 
     def _execute(self, gh: Any) -> RunPolicy.Result:
         with self._busy:
