@@ -50,15 +50,15 @@ class _Executor:
         self.ray_address = ray_address
         self.pool: ProcessPoolExecutor | None = None
         self._ray: Any = None
+        if ray_address is not None:  # joined at once: its CPUs size the sampling batches too
+            from mango.evaluation.ray_runner import RayEpisodes
+
+            self._ray = RayEpisodes(ray_address)
+            self.workers = self._ray.slots
 
     def run(self, specs: list[tuple[EpisodeSpec, dict[str, Any]]]
             ) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
-        if self.ray_address is not None:
-            if self._ray is None:
-                from mango.evaluation.ray_runner import RayEpisodes
-
-                self._ray = RayEpisodes(self.ray_address)
-            self.workers = self._ray.slots
+        if self._ray is not None:
             yield from self._ray.run(specs)
             return
         if self.workers <= 1:
