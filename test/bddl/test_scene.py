@@ -31,6 +31,8 @@ def test_layout_becomes_placements_relative_to_the_robot() -> None:
     assert result.missing == [] and result.scene is not None
     sc = result.scene
     assert sc.table.id == "living_room_table"
+    # the problem class travels with the scene: a LIBERO preset reads its arena from it
+    assert sc.libero_problem == "LIBERO_Living_Room_Tabletop_Manipulation"
     basket = sc.entity("basket_1")
     # range centre (0.0, 0.21): 0.51 m ahead of LIBERO's robot, so 0.51 ahead of ours
     assert basket.position == pytest.approx((0.0 + 0.51 - 0.56, 0.21))

@@ -35,7 +35,9 @@ HORIZON = 10  # openpi's LIBERO and DROID chunks are 10 rows (examples/droid/mai
 # FR3 joint limits (Franka datasheet), for DROID's joint-space state.
 FR3_LOWER = np.array([-2.7437, -1.7837, -2.9007, -3.0421, -2.8065, 0.5445, -3.0159])
 FR3_UPPER = np.array([2.7437, 1.7837, 2.9007, -0.1518, 2.8065, 4.5169, 3.0159])
-LIBERO_BASE_X, LIBERO_TABLE_Z = -0.66, 0.9
+# LIBERO's arenas (envs/problems/*.py, envs/robots/*_panda.py): the robot base lies at x = -0.75
+# (study) to -0.51 (living room); the lowest table top is the living room's, 0.41 m up.
+LIBERO_BASE_X, LIBERO_TABLE_Z = -0.75, 0.41
 
 # The motion each preset's stand-in answers with (the test checks it came back): MOVE rows of
 # motion, then rows that hold still, so the arm has caught up with its last target (its

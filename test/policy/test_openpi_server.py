@@ -133,8 +133,9 @@ def _policy_run(preset: str, port: int, max_steps: int) -> dict:
     return json.loads(proc.stdout)
 
 
-# preset -> (max_steps, chunks the run must ask for)
-END_TO_END = {"libero": (20, 2), "droid": (20, 2), "joint": (20, 2), "lerobot": (20, 2),
+# preset -> (max_steps, chunks the run must ask for); libero and droid run four chunks so the
+# motion of every chunk after the first comes back too
+END_TO_END = {"libero": (40, 4), "droid": (40, 4), "joint": (20, 2), "lerobot": (20, 2),
               "openvla": (6, 6), "openvla_libero": (6, 6)}
 
 
@@ -150,18 +151,20 @@ def test_every_preset_runs_end_to_end_against_openpis_server(server_for, preset:
     reqs = server.requests()
     assert len(reqs) == chunks
     assert [r["problems"] for r in reqs] == [[]] * chunks
-    # Two requests: the second sees the arm after the first chunk's motion, the stand-in's
-    # first 4 rows, then 6 rows holding still so the arm has caught up with its target.
+    # Each request sees the arm after the last chunk's motion: the stand-in's first 4 rows,
+    # then 6 rows holding still so the arm has caught up with its target.
     if preset == "libero":
         # 4 steps of 0.1 OSC units up (0.005 m each) in LIBERO's world frame: z rises 2 cm
-        # (less 0.5 mm: the position servo's sag), x and y stay
-        a, b = (np.array(r["observation/state"]) for r in reqs)
-        assert a[2] == pytest.approx(0.912 + 0.4869, abs=0.002)  # the ready pose, LIBERO world
-        assert b[2] - a[2] == pytest.approx(0.02, abs=0.002)
-        assert np.allclose(b[:2], a[:2], atol=0.002)
+        # a chunk (less 0.5-1.5 mm: the position servo's sag), x and y stay. The scene is
+        # LIVING_ROOM_SCENE2: LIBERO's robot stands on the floor there, base z 0.42.
+        s = np.array([r["observation/state"] for r in reqs])
+        assert s[0, 2] == pytest.approx(0.42 + 0.4869, abs=0.002)  # the ready pose
+        assert np.diff(s[:, 2]) == pytest.approx([0.02] * (chunks - 1), abs=0.002)
+        assert np.allclose(s[1:, :2], s[0, :2], atol=0.002)
     if preset == "droid":
-        # 4 steps of velocity 0.1 on joint 1 = 4 x 0.02 rad (DROID's 0.2 rad per unit step;
-        # integrated as rad/s at 15 Hz it would be 0.027 rad)
-        a, b = (np.array(r["observation/joint_position"]) for r in reqs)
-        assert b[0] - a[0] == pytest.approx(0.08, abs=0.005)
-        assert np.allclose(b[1:], a[1:], atol=0.005)
+        # 4 steps of velocity 0.1 on joint 1 = 4 x 0.02 rad a chunk (DROID's 0.2 rad per unit
+        # step; integrated as rad/s at 15 Hz it would be 0.027 rad)
+        q = np.array([r["observation/joint_position"] for r in reqs])
+        assert np.diff(q[:, 0]) == pytest.approx([0.08] * (chunks - 1), abs=0.005)
+        assert np.allclose(q[1:, 1:], q[0, 1:], atol=0.005)
+

@@ -18,8 +18,14 @@ from mango.control import load_robot
 from mango.geometry import axis_angle_to_mat, mat_to_axis_angle, mat_to_quat, quat_to_mat
 from mango.ik import LadderSettings
 from mango.policy import PRESETS, Observation, PolicyError, get_preset
+from mango.policy.config import PolicyConfig, preset_for
 from mango.policy.kinematics import make_kinematics
-from mango.policy.presets import LIBERO_ROBOT_BASE, euler_to_mat, mat_to_euler
+from mango.policy.presets import (
+    LIBERO_ROBOT_BASE,
+    euler_to_mat,
+    libero_robot_base,
+    mat_to_euler,
+)
 
 ROBOT = load_robot("fr3")
 KIN = make_kinematics(ROBOT)
@@ -80,6 +86,43 @@ def test_libero_request_is_openpis_libero_client() -> None:
     assert np.allclose(expected_aa, [math.pi, 0.0, 0.0])
     # PandaGripper's finger joints: +w/2 and -w/2 (robosuite robot0_gripper_qpos)
     assert np.allclose(state, [*expected_pos, *expected_aa, 0.03, -0.03], atol=1e-4)
+
+
+# Lifelong-Robot-Learning/LIBERO libero/libero/envs/robots/mounted_panda.py and
+# on_the_ground_panda.py (`base_xpos_offset`: table -0.16 - L/2, study_table -0.25 - L/2,
+# living_room_table (-0.16 - L/2, 0, 0.42), coffee_table (-0.16 - L/2, 0, 0.41), empty
+# (-0.6, 0, 0)); the table lengths L from libero/libero/envs/problems/*.py (kitchen and
+# tabletop 1.0, study 1.0, living room and coffee table 0.70); mounted robots stand on the
+# Rethink mount (root at 0.912 m, as above), robots "on the ground" have none.
+@pytest.mark.parametrize(("problem", "base"), [
+    ("LIBERO_Kitchen_Tabletop_Manipulation", (-0.66, 0.0, 0.912)),
+    ("LIBERO_Tabletop_Manipulation", (-0.66, 0.0, 0.912)),
+    ("LIBERO_Study_Tabletop_Manipulation", (-0.75, 0.0, 0.912)),
+    ("LIBERO_Living_Room_Tabletop_Manipulation", (-0.51, 0.0, 0.42)),
+    ("LIBERO_Coffee_Table_Manipulation", (-0.51, 0.0, 0.41)),
+    ("LIBERO_Floor_Manipulation", (-0.6, 0.0, 0.0)),
+])
+def test_liberos_robot_base_per_problem_class(problem: str, base: tuple) -> None:
+    assert libero_robot_base(problem) == pytest.approx(base)
+    assert libero_robot_base(problem.lower()) == pytest.approx(base)  # LIBERO: case-insensitive
+
+
+def test_libero_state_is_in_the_scenes_arena() -> None:
+    # libero10_soup_sauce_basket is LIVING_ROOM_SCENE2: the robot stands on the floor there
+    preset = preset_for(PolicyConfig(backend="openpi", scene="soup_sauce_basket"), "libero")
+    state = preset.encode(_obs(0.06), KIN)["observation/state"]
+    assert state[:3] == pytest.approx([-0.51 + 0.30689, 0.0, 0.42 + 0.48688], abs=1e-4)
+    # a scene without a class (and no scene: a real robot) reads the kitchen's, unless told
+    assert preset_for(PolicyConfig(backend="openpi"), "libero").state_base == LIBERO_ROBOT_BASE
+    told = preset_for(PolicyConfig(backend="openpi", scene="soup_sauce_basket",
+                                   libero_problem="LIBERO_Study_Tabletop_Manipulation"),
+                      "libero")
+    assert told.state_base == pytest.approx((-0.75, 0.0, 0.912))
+    # joint-space presets have no world frame to move
+    assert preset_for(PolicyConfig(backend="openpi", scene="soup_sauce_basket"),
+                      "droid").state_base is None
+    with pytest.raises(PolicyError, match="unknown LIBERO problem class 'LIBERO_Moon'"):
+        preset_for(PolicyConfig(backend="openpi", libero_problem="LIBERO_Moon"), "libero")
 
 
 def test_libero_axis_angle_matches_robosuite_off_the_ready_pose() -> None:

@@ -89,6 +89,19 @@ def test_every_shipped_libero10_scene_is_checked() -> None:
     assert shipped == set(LIBERO_10)
 
 
+# The BDDL file's `(define (problem ...))`: LIBERO-10's KITCHEN_SCENE*, LIVING_ROOM_SCENE* and
+# STUDY_SCENE* files each name their arena's problem class.
+PROBLEM_CLASS = {"KITCHEN": "LIBERO_Kitchen_Tabletop_Manipulation",
+                 "LIVING_ROOM": "LIBERO_Living_Room_Tabletop_Manipulation",
+                 "STUDY": "LIBERO_Study_Tabletop_Manipulation"}
+
+
+@pytest.mark.parametrize("name", sorted(LIBERO_10))
+def test_scene_names_its_bddl_problem_class(name: str) -> None:
+    arena = LIBERO_10[name].file.split("_SCENE")[0]
+    assert load_scene(resolve_scene(name)).libero_problem == PROBLEM_CLASS[arena]
+
+
 @pytest.mark.parametrize("name", sorted(LIBERO_10))
 def test_objects_and_fixtures_are_liberos(name: str) -> None:
     b = LIBERO_10[name]

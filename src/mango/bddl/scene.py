@@ -274,6 +274,7 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
     expert = _supports_first(problem, expert)
     data = {
         "name": name,
+        "libero_problem": problem.name,
         "instruction": problem.language,
         "goal": goal_expression(problem),
         "table": {"id": table},

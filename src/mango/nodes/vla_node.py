@@ -6,7 +6,8 @@ first `steps_per_chunk` actions of the chunk through `execute_chunk` (ExecuteChu
 until the policy is done, `max_steps` actions ran, or the goal is cancelled (which cancels the
 chunk in flight). Parameters: `backend` (expert|openpi|openvla|lerobot), `preset` (default:
 the backend's), backend options (`scene`, `fault`, `host`, `port`, `url`, `unnorm_key`,
-`checkpoint`, `device`, `timeout`), `robot` (kinematics for end-effector presets),
+`checkpoint`, `device`, `timeout`, `libero_problem` — a LIBERO preset's world: the BDDL problem
+class, default the scene's), `robot` (kinematics for end-effector presets),
 `policy_rate` (Hz, 0 = the preset's), `execute_chunk_action`, `joint_states_topic`,
 `world_state_topic`, `front_image_topic`, `wrist_image_topic`, `observation_timeout`.
 """
@@ -40,7 +41,7 @@ from mango_ros.msg import WorldState as WorldStateMsg
 
 FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
 _CONFIG_PARAMS = ("backend", "preset", "scene", "fault", "host", "port", "url", "unnorm_key",
-                  "checkpoint", "device", "timeout")
+                  "checkpoint", "device", "timeout", "libero_problem")
 
 
 class VlaNode(Node):
@@ -51,6 +52,7 @@ class VlaNode(Node):
             "port": Param(8000, lambda v: 1 <= v <= 65535, "a port number (1 to 65535)"),
             "url": "http://127.0.0.1:8000/act", "unnorm_key": "",
             "checkpoint": "", "device": "cpu", "timeout": positive(30.0), "robot": "fr3",
+            "libero_problem": "",
             "policy_rate": rate_param(0.0, off_allowed=True),
             "execute_chunk_action": "execute_chunk",
             "joint_states_topic": "joint_states", "world_state_topic": "world_state",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from mango.policy.presets import ObservationPreset, get_preset
+from mango.policy.presets import ObservationPreset, get_preset, with_libero_problem
 
 
 class PolicyConfig(BaseModel):
@@ -25,8 +25,21 @@ class PolicyConfig(BaseModel):
     scene: str | None = None  # expert
     fault: str | None = None
     timeout: float = 30.0
+    # LIBERO presets: the BDDL problem class whose world frame the end-effector state is read
+    # in (default: the scene's `libero_problem`, else LIBERO's kitchen table)
+    libero_problem: str | None = None
 
 
 def preset_for(cfg: PolicyConfig, default: str) -> ObservationPreset:
-    """The configured observation preset, or the backend's `default` when none is set."""
-    return get_preset(cfg.preset or default)
+    """The configured observation preset, or the backend's `default` when none is set, with
+    a LIBERO preset's state in the arena of the task it runs (the configured problem class,
+    else the scene's)."""
+    preset = get_preset(cfg.preset or default)
+    if preset.state_base is None:
+        return preset
+    problem = cfg.libero_problem
+    if problem is None and cfg.scene:
+        from mango.sim.scene import as_scene
+
+        problem = as_scene(cfg.scene).libero_problem
+    return with_libero_problem(preset, problem)

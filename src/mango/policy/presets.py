@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -223,10 +223,43 @@ def state_field(name: str, obs: Observation, kinematics: Kinematics | None,
     raise PolicyError(f"unknown state field {name!r}")
 
 
-# LIBERO's robot base in its world: LIBERO places the mounted Panda at -0.16 - L/2 in x from
-# the table centre (kitchen table, L = 1.0 m), and robosuite lifts the arm's root by its
-# mount's height (bottom 0.922 m below the root, top 0.01 m below it): 0.912 m.
-LIBERO_ROBOT_BASE = (-0.66, 0.0, 0.912)
+# LIBERO's robot base in its world, per BDDL problem class (LIBERO registers them
+# case-insensitively). `MountedPanda` (kitchen, tabletop, study) stands on robosuite's mount,
+# which lifts the arm's root to 0.912 m (its bottom 0.922 m below the root, its top 0.01 m);
+# `OnTheGroundPanda` (living room, coffee table, floor) has no mount: the root sits at the
+# offset's own z. x = -0.16 - L/2 for a table of length L (kitchen, tabletop 1.0 m; living
+# room, coffee table 0.70 m), -0.25 - L/2 for the study table (1.0 m), -0.6 on the floor.
+# Read from LIBERO's envs/robots/{mounted,on_the_ground}_panda.py `base_xpos_offset` and the
+# table sizes in envs/problems/*.py.
+MOUNTED_ROOT_Z = 0.912
+LIBERO_ROBOT_BASES: dict[str, tuple[float, float, float]] = {
+    "libero_kitchen_tabletop_manipulation": (-0.16 - 1.0 / 2, 0.0, MOUNTED_ROOT_Z),
+    "libero_tabletop_manipulation": (-0.16 - 1.0 / 2, 0.0, MOUNTED_ROOT_Z),
+    "libero_study_tabletop_manipulation": (-0.25 - 1.0 / 2, 0.0, MOUNTED_ROOT_Z),
+    "libero_living_room_tabletop_manipulation": (-0.16 - 0.70 / 2, 0.0, 0.42),
+    "libero_coffee_table_manipulation": (-0.16 - 0.70 / 2, 0.0, 0.41),
+    "libero_floor_manipulation": (-0.6, 0.0, 0.0),
+}
+LIBERO_DEFAULT_PROBLEM = "libero_kitchen_tabletop_manipulation"
+LIBERO_ROBOT_BASE = LIBERO_ROBOT_BASES[LIBERO_DEFAULT_PROBLEM]
+
+
+def libero_robot_base(problem: str) -> tuple[float, float, float]:
+    """The robot base of a LIBERO problem class (`LIBERO_Living_Room_Tabletop_Manipulation`)."""
+    base = LIBERO_ROBOT_BASES.get(problem.strip().lower())
+    if base is None:
+        raise PolicyError(f"unknown LIBERO problem class {problem!r} (known: "
+                          f"{', '.join(LIBERO_ROBOT_BASES)})")
+    return base
+
+
+def with_libero_problem(preset: ObservationPreset, problem: str | None) -> ObservationPreset:
+    """The preset with its end-effector state in that problem class's world (a preset whose
+    state is in the base frame is returned as is): a LIBERO checkpoint saw each task's arena."""
+    if preset.state_base is None or problem is None:
+        return preset
+    return replace(preset, state_base=libero_robot_base(problem))
+
 
 PRESETS: dict[str, ObservationPreset] = {
     # This project's own layout: absolute joint targets + width (expert, joint-space servers).

@@ -197,6 +197,9 @@ class SceneSpec(_Strict):
         ]
     )
     horizon: Positive = 60.0  # seconds an expert run may take
+    # The LIBERO BDDL problem class the scene comes from (`LIBERO_Kitchen_Tabletop_Manipulation`,
+    # …): where a LIBERO-trained policy's world frame puts the robot base (policy presets).
+    libero_problem: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> SceneSpec:
