@@ -95,9 +95,13 @@ def report(
     out: Annotated[Path | None, typer.Option("-o", "--out", help="Write here, not stdout.")
                    ] = None,
     fmt: Annotated[str, typer.Option("--format", help="html, md or json.")] = "html",
+    timelines: Annotated[int, typer.Option("--timelines", min=0, help="Step timelines (html): "
+                                           "this many episodes, failures first.")] = 6,
+    episode: Annotated[list[str] | None, typer.Option(
+        "--episode", help="An episode id to draw a timeline of (repeatable; html).")] = None,
 ) -> None:
     """Summarise a campaign folder: success with Wilson intervals, oracle vs ground truth,
-    pairwise comparisons."""
+    pairwise comparisons, failure -> recovery, generated oracles, step timelines."""
     from mango.evaluation import report as rep
     from mango.evaluation.metrics import summarize
     from mango.evaluation.runner import STORE_FILE
@@ -111,12 +115,21 @@ def report(
     with Store(db) as store:
         results = list(store.results())
         spec = store.meta("campaign") or {}
+        generation = store.meta("generation")
     if not results:
         _fail(f"{folder}: the campaign has no finished episodes yet")
     summary = summarize(results)
+    if generation:
+        summary["generation"] = generation
+    by_id = {r["episode"]: r for r in results}
+    unknown = [e for e in episode or [] if e not in by_id]
+    if unknown:
+        _fail(f"--episode: no episode '{unknown[0]}' in {folder}")
+    chosen = [by_id[e] for e in episode] if episode else rep.select_timelines(results,
+                                                                               timelines)
     name = str(spec.get("name", folder.name))
     text = {"json": rep.to_json, "md": lambda s: rep.to_markdown(s, name),
-            "html": lambda s: rep.to_html(s, name)}[fmt](summary)
+            "html": lambda s: rep.to_html(s, name, chosen)}[fmt](summary)
     if out is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
