@@ -21,6 +21,7 @@ from mango.evaluation.metrics import recovery_flow
 from mango.evaluation.runner import STORE_FILE, run_campaign
 from mango.evaluation.store import Store
 
+HANDWRITTEN = Path(__file__).resolve().parents[2] / "config/oracles/libero10_stove_moka.json"
 FIGURES_JS = ("Array.from(document.querySelectorAll('figure svg')).map(s => {"
               "const r = s.getBoundingClientRect(); return [r.width, r.height]; })")
 
@@ -141,3 +142,37 @@ def test_the_browser_check_sees_console_errors_exceptions_and_blank_pages(
     blank.write_text("<!DOCTYPE html><html><body></body></html>")
     shot = np.asarray(Image.open(io.BytesIO(load_page(blank).screenshot)).convert("L"))
     assert shot.min() >= 200
+
+
+def test_generated_oracles_judge_the_episodes_and_are_tabled(tmp_path: Path) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text("""name: generated
+systems: [{name: vla, kind: policy}]
+tasks: [libero10_stove_moka]
+seeds: {start: 0, count: 1}
+faults: [drop@0.3]
+oracles: generated
+""")
+    out = tmp_path / "out"
+    assert run_campaign(load_campaign(path), out).errors == 0
+    oracle = out / "generation" / "oracles" / "libero10_stove_moka.json"
+    made = oracle.stat().st_mtime_ns
+    with Store(out / STORE_FILE) as s:
+        (result,) = s.results()
+        table = s.meta("generation")
+    # judged and labelled against the generated file, not the scene's hand-written one
+    assert result["labels"]["oracle"] == str(oracle.resolve())
+    generated = json.loads(oracle.read_text())
+    assert generated != json.loads(HANDWRITTEN.read_text())
+    assert result["verdict"]["verdict"] == "fail"
+    assert result["verdict"]["failed_step"] == result["labels"]["failed_step"]
+    (row,) = table["oracles"]
+    assert row["task"] == "libero10_stove_moka" and row["valid"] and row["approved"]
+    assert 0 < row["similarity"] < 1  # scored against the hand-written oracle
+    again = run_campaign(load_campaign(path), out)  # resumed: not generated again
+    assert again.skipped == 1 and oracle.stat().st_mtime_ns == made
+    page = CliRunner().invoke(app, ["campaign", "report", str(out), "--format", "md"])
+    assert "## Generated oracles (offline)" in page.stdout
+    assert f"| libero10_stove_moka | yes | {row['iterations']} |" in page.stdout
+    html_page = CliRunner().invoke(app, ["campaign", "report", str(out)]).stdout
+    assert "Generated oracles" in html_page and "similarity to hand-written" in html_page

@@ -67,6 +67,9 @@ class CampaignFile(_Strict):
     # 2 late failures picked from a pool of expert runs over the seeds (and the faults, or
     # when only `none` is given, every fault the task accepts): `mango.evaluation.sampling`
     sampling: Literal["grid", "mango"] = "grid"
+    # handwritten: each scene's own oracle file; generated: MANGO modules I-III with the
+    # offline planner, once per campaign (`mango.evaluation.generated`), judging and labelling
+    oracles: Literal["handwritten", "generated"] = "handwritten"
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,9 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
             raise InputError(f"{out} holds another campaign's results (a different campaign "
                              "file); use a new output folder", file=campaign.file)
         store.set_meta("campaign", campaign.spec.model_dump(mode="json"))
-        systems = {n: s.model_dump(mode="json") for n, s in campaign.systems.items()}
+        oracles = _oracle_files(campaign, store, out)
+        systems = {n: {**s.model_dump(mode="json"), "oracles": oracles}
+                   for n, s in campaign.systems.items()}
         executor = _Executor(workers, ray_address)
 
         def record(result: dict[str, Any], files: dict[str, str] | None = None) -> None:
@@ -119,7 +121,7 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
 
         try:
             if campaign.spec.sampling == "mango":
-                plan = _sample(campaign, store, executor, summary)
+                plan = _sample(campaign, store, executor, summary, oracles)
             else:
                 plan = list(campaign.episodes())
             summary.total = len(plan)
@@ -144,6 +146,22 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
     return summary
 
 
+def _oracle_files(campaign: Campaign, store: Store, out: Path) -> dict[str, str]:
+    """task -> oracle file when the campaign judges with generated oracles (made once: a
+    resumed run keeps the files its finished episodes were judged with)."""
+    if campaign.spec.oracles != "generated":
+        return {}
+    made = store.meta("oracle_files")
+    if made and all(Path(f).is_file() for f in made.values()):
+        return dict(made)
+    from mango.evaluation.generated import generate_oracles
+
+    files, table = generate_oracles(list(campaign.spec.tasks), out)
+    store.set_meta("generation", table)
+    store.set_meta("oracle_files", files)
+    return files
+
+
 def _pool_run(store: Store, out: Path, spec: EpisodeSpec, system: dict[str, Any]
               ) -> tuple[dict[str, Any], dict[str, str]] | None:
     """The pool's run of this episode (result and files) when the system is the pool's
@@ -160,12 +178,13 @@ def _pool_run(store: Store, out: Path, spec: EpisodeSpec, system: dict[str, Any]
     return {**found, "episode": spec.id, "system": spec.system, "reused_from": pool_id}, files
 
 
-def _plan_steps(task: str) -> list[str]:
+def _plan_steps(task: str, oracle: str | None = None) -> list[str]:
+    from mango.evaluation.episodes import with_oracle
     from mango.oracle.model import load_oracle, plan_entries
     from mango.sim.env import as_scene
     from mango.sim.runner import load_oracle_json
 
-    data, path = load_oracle_json(as_scene(task))
+    data, path = load_oracle_json(with_oracle(as_scene(task), oracle))
     if data is None:
         raise InputError(f"task '{task}' has no fine-grained oracle: MANGO sampling places "
                          "failures by the oracle's steps", field="sampling")
@@ -210,7 +229,7 @@ class _TaskPool:
 
 
 def _sample(campaign: Campaign, store: Store, executor: _Executor,
-            summary: RunSummary) -> list[EpisodeSpec]:
+            summary: RunSummary, oracles: dict[str, str]) -> list[EpisodeSpec]:
     """Per task, the quota's (seed, fault) pairs from a pool of expert runs, run lazily (every
     task's next candidates together, so the workers stay busy) until each task's stages are
     filled or its candidates run out."""
@@ -222,7 +241,7 @@ def _sample(campaign: Campaign, store: Store, executor: _Executor,
     pools = []
     for task in spec.tasks:
         faults = given or fault_catalogue(as_scene(task))
-        pools.append(_TaskPool(task, _plan_steps(task), [
+        pools.append(_TaskPool(task, _plan_steps(task, oracles.get(task)), [
             EpisodeSpec(POOL, task, s, None) for s in seeds] + [
             EpisodeSpec(POOL, task, s, f) for s in seeds for f in faults], []))
     by_task = {tp.task: tp for tp in pools}
@@ -237,7 +256,7 @@ def _sample(campaign: Campaign, store: Store, executor: _Executor,
             if found is not None:
                 by_task[c.task].runs.append(found)
             else:
-                todo.append((c, POOL_SYSTEM))
+                todo.append((c, {**POOL_SYSTEM, "oracles": oracles}))
         for result, files in executor.run(todo):
             write_episode(store.path.parent, result, files)
             store.add(result, role=POOL)
