@@ -30,6 +30,9 @@ def run(
     workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes.")] = 1,
     ray_address: Annotated[str | None, typer.Option(
         "--ray-address", help="Run on a Ray cluster (auto or HOST:PORT).")] = None,
+    ros_domain_base: Annotated[int | None, typer.Option(
+        "--ros-domain-base", min=0, max=232, help="runner: ros — worker k's stack runs on "
+        "ROS domain BASE+k (default: the domains after ROS_DOMAIN_ID).")] = None,
 ) -> None:
     """Run every episode of the campaign not yet stored in OUT."""
     from rich.console import Console
@@ -62,7 +65,8 @@ def run(
         summary_skipped[0] = done_before
         progress.update(bar, completed=done_before)
         try:
-            summary = run_campaign(campaign, out, workers, on_result, ray_address)
+            summary = run_campaign(campaign, out, workers, on_result, ray_address,
+                                   ros_domain_base)
         except InputError as exc:
             _fail(str(exc))
     console.print(f"{summary.ran} episodes run, {summary.skipped} already stored, "

@@ -45,12 +45,18 @@ class _Executor:
     """Episodes in this process (one worker), on spawned processes, or as Ray tasks; results
     (with their files) come back as they end, in whatever order they end."""
 
-    def __init__(self, workers: int, ray_address: str | None = None) -> None:
+    def __init__(self, workers: int, ray_address: str | None = None,
+                 ros_out: Path | None = None, ros_domain_base: int | None = None) -> None:
         self.workers = workers
         self.ray_address = ray_address
         self.pool: ProcessPoolExecutor | None = None
         self._ray: Any = None
-        if ray_address is not None:  # joined at once: its CPUs size the sampling batches too
+        self._ros: Any = None
+        if ros_out is not None:  # each episode a stack on its worker's ROS domain
+            from mango.evaluation.ros_runner import RosEpisodes
+
+            self._ros = RosEpisodes(workers, ros_out, ros_domain_base)
+        elif ray_address is not None:  # joined at once: its CPUs size the sampling batches too
             from mango.evaluation.ray_runner import RayEpisodes
 
             self._ray = RayEpisodes(ray_address)
@@ -60,6 +66,9 @@ class _Executor:
             ) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
         if self._ray is not None:
             yield from self._ray.run(specs)
+            return
+        if self._ros is not None:
+            yield from self._ros.run(specs)
             return
         if self.workers <= 1:
             for spec, system in specs:
@@ -87,15 +96,24 @@ class _Executor:
             self.pool.shutdown(wait=False, cancel_futures=True)
         if self._ray is not None:
             self._ray.close()
+        if self._ros is not None:
+            self._ros.close()
 
 
 def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
                  on_result: Callable[[dict[str, Any], int, int], None] | None = None,
-                 ray_address: str | None = None) -> RunSummary:
+                 ray_address: str | None = None,
+                 ros_domain_base: int | None = None) -> RunSummary:
     """Run what is left of `campaign` into `out`; `on_result(result, done, total)` per episode.
 
     `ray_address` ("auto", "HOST:PORT") runs each episode as a Ray task instead of on local
-    workers; the results stream back into the same store."""
+    workers; the results stream back into the same store. A `runner: ros` campaign runs each
+    episode as a sim stack, worker k on ROS domain `ros_domain_base + k` (default: the domains
+    after this process's); its MANGO sampling pool still runs in-process (it only chooses)."""
+    ros = campaign.spec.runner == "ros"
+    if ros and ray_address is not None:
+        raise InputError("runner: ros brings stacks up on this machine; --ray-address runs "
+                         "in_process episodes", file=campaign.file, field="runner")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     summary = RunSummary()
@@ -108,7 +126,8 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
         oracles = _oracle_files(campaign, store, out)
         systems = {n: {**s.model_dump(mode="json"), "oracles": oracles}
                    for n, s in campaign.systems.items()}
-        executor = _Executor(workers, ray_address)
+        executor = _Executor(workers, ray_address, out if ros else None, ros_domain_base)
+        sampler = _Executor(workers) if ros else executor
 
         def record(result: dict[str, Any], files: dict[str, str] | None = None) -> None:
             if files is not None:
@@ -121,7 +140,7 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
 
         try:
             if campaign.spec.sampling == "mango":
-                plan = _sample(campaign, store, executor, summary, oracles)
+                plan = _sample(campaign, store, sampler, summary, oracles)
             else:
                 plan = list(campaign.episodes())
             summary.total = len(plan)
@@ -130,7 +149,7 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
             summary.skipped = summary.total - len(todo)
             rest = []
             for e in todo:
-                reused = _pool_run(store, out, e, systems[e.system])
+                reused = None if ros else _pool_run(store, out, e, systems[e.system])
                 if reused is not None:
                     record(*reused)
                 else:
@@ -143,6 +162,8 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
             summary.interrupted = "a worker process died"
         finally:
             executor.close()
+            if sampler is not executor:
+                sampler.close()
     return summary
 
 
