@@ -16,7 +16,7 @@ REQS       := requirements/ros-runtime.txt requirements/ros-build.txt requiremen
 NODEPS     := requirements/no-deps.txt
 INTERFACES := $(wildcard msg/*.msg srv/*.srv action/*.action) CMakeLists.txt package.xml
 
-.PHONY: setup test lint demo bench clean doctor openpi-venv perception-deps
+.PHONY: setup test lint demo bench clean doctor openpi-venv perception-deps browser
 .DEFAULT_GOAL := help
 
 help:
@@ -102,7 +102,11 @@ $(PERCEPTION_DEPS)/.stamp: requirements/perception-transformers.txt
 	  -r requirements/perception-transformers.txt
 	@touch $@
 
-test: setup openpi-venv perception-deps
+# headless Chromium (a Debian package) for the HTML report's browser test
+browser:
+	@bash scripts/ensure_chromium.sh
+
+test: setup openpi-venv perception-deps browser
 	$(ENV) ruff check src test bench scripts
 	$(ENV) python -m pytest -q
 

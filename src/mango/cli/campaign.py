@@ -30,6 +30,9 @@ def run(
     workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes.")] = 1,
     ray_address: Annotated[str | None, typer.Option(
         "--ray-address", help="Run on a Ray cluster (auto or HOST:PORT).")] = None,
+    ros_domain_base: Annotated[int | None, typer.Option(
+        "--ros-domain-base", min=0, max=232, help="runner: ros — worker k's stack runs on "
+        "ROS domain BASE+k (default: the domains after ROS_DOMAIN_ID).")] = None,
 ) -> None:
     """Run every episode of the campaign not yet stored in OUT."""
     from rich.console import Console
@@ -62,7 +65,8 @@ def run(
         summary_skipped[0] = done_before
         progress.update(bar, completed=done_before)
         try:
-            summary = run_campaign(campaign, out, workers, on_result, ray_address)
+            summary = run_campaign(campaign, out, workers, on_result, ray_address,
+                                   ros_domain_base)
         except InputError as exc:
             _fail(str(exc))
     console.print(f"{summary.ran} episodes run, {summary.skipped} already stored, "
@@ -95,9 +99,13 @@ def report(
     out: Annotated[Path | None, typer.Option("-o", "--out", help="Write here, not stdout.")
                    ] = None,
     fmt: Annotated[str, typer.Option("--format", help="html, md or json.")] = "html",
+    timelines: Annotated[int, typer.Option("--timelines", min=0, help="Step timelines (html): "
+                                           "this many episodes, failures first.")] = 6,
+    episode: Annotated[list[str] | None, typer.Option(
+        "--episode", help="An episode id to draw a timeline of (repeatable; html).")] = None,
 ) -> None:
     """Summarise a campaign folder: success with Wilson intervals, oracle vs ground truth,
-    pairwise comparisons."""
+    pairwise comparisons, failure -> recovery, generated oracles, step timelines."""
     from mango.evaluation import report as rep
     from mango.evaluation.metrics import summarize
     from mango.evaluation.runner import STORE_FILE
@@ -111,12 +119,21 @@ def report(
     with Store(db) as store:
         results = list(store.results())
         spec = store.meta("campaign") or {}
+        generation = store.meta("generation")
     if not results:
         _fail(f"{folder}: the campaign has no finished episodes yet")
     summary = summarize(results)
+    if generation:
+        summary["generation"] = generation
+    by_id = {r["episode"]: r for r in results}
+    unknown = [e for e in episode or [] if e not in by_id]
+    if unknown:
+        _fail(f"--episode: no episode '{unknown[0]}' in {folder}")
+    chosen = [by_id[e] for e in episode] if episode else rep.select_timelines(results,
+                                                                               timelines)
     name = str(spec.get("name", folder.name))
     text = {"json": rep.to_json, "md": lambda s: rep.to_markdown(s, name),
-            "html": lambda s: rep.to_html(s, name)}[fmt](summary)
+            "html": lambda s: rep.to_html(s, name, chosen)}[fmt](summary)
     if out is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:

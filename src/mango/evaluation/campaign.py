@@ -67,6 +67,12 @@ class CampaignFile(_Strict):
     # 2 late failures picked from a pool of expert runs over the seeds (and the faults, or
     # when only `none` is given, every fault the task accepts): `mango.evaluation.sampling`
     sampling: Literal["grid", "mango"] = "grid"
+    # handwritten: each scene's own oracle file; generated: MANGO modules I-III with the
+    # offline planner, once per campaign (`mango.evaluation.generated`), judging and labelling
+    oracles: Literal["handwritten", "generated"] = "handwritten"
+    # in_process: the embedded sim in the worker (no DDS, the fast path); ros: each worker
+    # brings up the sim stack on its own ROS_DOMAIN_ID (`mango.evaluation.ros_runner`)
+    runner: Literal["in_process", "ros"] = "in_process"
 
 
 @dataclass(frozen=True)
@@ -125,8 +131,24 @@ def load_campaign(path: str | Path) -> Campaign:
                 f"backend '{s.backend}' cannot run in-process (it needs a policy server); "
                 f"in-process campaigns run: {', '.join(IN_PROCESS_BACKENDS)}",
                 file=p, field=f"systems[{i}].backend")
+    if spec.runner == "ros":
+        _check_ros(spec, p)
     _check_tasks_and_faults(spec, p)
     return Campaign(p, spec)
+
+
+def _check_ros(spec: CampaignFile, file: str) -> None:
+    """What a stack episode can run: a policy on the scene's own oracle (the vla_node labels
+    the run against it), not an orchestrated task (the orchestrator drives the embedded sim)."""
+    for i, s in enumerate(spec.systems):
+        if isinstance(s, TaskSystem):
+            raise InputError("runner: ros runs policy systems (the stack's vla_node); "
+                             "orchestrated systems run in_process", file=file,
+                             field=f"systems[{i}].kind")
+    if spec.oracles != "handwritten":
+        raise InputError("runner: ros judges with the scenes' own oracles (the stack's "
+                         "vla_node labels the run against them); generated oracles run "
+                         "in_process", file=file, field="oracles")
 
 
 def _check_task_system(system: TaskSystem, file: str, i: int) -> None:

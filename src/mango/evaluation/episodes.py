@@ -38,7 +38,7 @@ def execute_episode(spec: EpisodeSpec, system: dict[str, Any]
                               "seed": spec.seed, "fault": spec.fault, "error": None}
     files: dict[str, str] = {}
     try:
-        scene = as_scene(spec.task)
+        scene = with_oracle(as_scene(spec.task), (system.get("oracles") or {}).get(spec.task))
         fault = parse_fault(spec.fault) if spec.fault else None
         if system["kind"] == "task":
             _run_task(scene, spec, system, fault, result, files)
@@ -57,6 +57,49 @@ def execute_episode(spec: EpisodeSpec, system: dict[str, Any]
                       error=f"{type(exc).__name__}: {exc}")
     result["wall_s"] = round(time.perf_counter() - t0, 3)
     return result, files
+
+
+def with_oracle(scene: Any, oracle: str | None) -> Any:
+    """The scene judged by another oracle file (a generated one): the labels map the
+    physics' milestones onto that oracle's steps, so verdict and truth name the same paths."""
+    return scene if oracle is None else scene.model_copy(update={"oracle": oracle})
+
+
+def timeline(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The episode record's lines as a timeline: tool runs and halts as spans, decisions and
+    signals as instants (what the report's Gantt chart draws; the inputs digests stay in
+    `record.jsonl`)."""
+    out: list[dict[str, Any]] = []
+    open_tool: dict[str, Any] | None = None
+    open_halt: dict[str, Any] | None = None
+    end = lines[-1]["t"] if lines else 0.0
+    for line in lines:
+        kind, t = line["record"], line["t"]
+        if open_halt is not None and kind in ("tool_start", "result"):
+            open_halt["end"] = t
+            open_halt = None
+        if kind == "tool_start":
+            open_tool = {"kind": "tool", "tool": line.get("tool"), "subgoal": line.get("subgoal"),
+                         "start": t, "end": None, "status": None}
+            out.append(open_tool)
+        elif kind == "tool_end" and open_tool is not None:
+            open_tool.update(end=t, status=line.get("status"))
+            open_tool = None
+        elif kind == "halt":
+            open_halt = {"kind": "halt", "tool": "halt", "subgoal": None, "start": t,
+                         "end": None, "status": line.get("reason")}
+            out.append(open_halt)
+        elif kind == "decision":
+            out.append({"kind": "decision", "t": t, "phase": line.get("phase"),
+                        "action": line.get("action"), "tool": line.get("tool"),
+                        "subgoal": line.get("subgoal"), "rule": line.get("rule")})
+        elif kind == "signal":
+            out.append({"kind": "signal", "t": t, "signal": line.get("kind"),
+                        "subgoal": line.get("subgoal"), "reason": line.get("reason")})
+    for span in out:
+        if span.get("start") is not None and span.get("end") is None:
+            span["end"] = end
+    return out
 
 
 def write_episode(out: str | Path, result: dict[str, Any], files: dict[str, str]) -> None:
@@ -78,15 +121,21 @@ def _run_task(scene: Any, spec: EpisodeSpec, system: dict[str, Any], fault: Any,
     from mango.oracle.world_state import trace_lines
     from mango.orchestrator.config import OrchestratorConfig
     from mango.orchestrator.loop import run_task
+    from mango.orchestrator.schemas import EpisodeRecord
 
     cfg = OrchestratorConfig(mode=system["mode"], monitor=system["monitor"],
                              decider=system["decider"])
-    out = run_task(scene, spec.seed, cfg, fault)
+    record = EpisodeRecord()  # in memory: the worker hands its lines back as a file
+    out = run_task(scene, spec.seed, cfg, fault, record=record)
     task = out.to_json()
     files["trace.jsonl"] = "".join(trace_lines(out.states))
+    files["record.jsonl"] = "".join(json.dumps(line, default=str) + "\n"
+                                    for line in record.lines)
     result.update(success=bool(out.success), verdict=out.verdict,
                   symbolic=SymbolicOracle(scene.goal).check(out.states).to_json(), labels=None,
-                  orchestrated={k: task[k] for k in ("subgoals", "decisions", "events",
-                                                     "recovered", "unrecovered",
-                                                     "pp_per_min", "robot_s", "aborted")},
+                  orchestrated={**{k: task[k] for k in ("subgoals", "decisions", "events",
+                                                        "recovered", "unrecovered",
+                                                        "pp_per_min", "robot_s", "aborted")},
+                                "spells": out.world.get("spells", []),
+                                "timeline": timeline(record.lines)},
                   error=None)

@@ -42,6 +42,30 @@ def confusion(pairs: Iterable[tuple[bool, bool, bool | None]]) -> dict[str, Any]
             "localization_accuracy": located / tp if tp else None}
 
 
+NO_DECISION = "no recovery decision"
+
+
+def recovery_flow(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """VoLo's failure -> recovery flow over the orchestrated episodes: per system, each world
+    failure (a spell of the ground-truth detector) by its kind, the first recovery decision
+    taken while it was open (action, and tool when it names one), and whether the world
+    recovered; counted per (system, failure, decision, outcome)."""
+    counts: dict[tuple[str, str, str, str], int] = defaultdict(int)
+    for r in results:
+        orch = r.get("orchestrated") or {}
+        decisions = [d for d in orch.get("timeline", [])
+                     if d["kind"] == "decision" and d["phase"] == "recovery"]
+        for spell in orch.get("spells", []):
+            end = spell["end_t"] if spell["end_t"] is not None else float("inf")
+            d = next((d for d in decisions if spell["start_t"] <= d["t"] <= end), None)
+            name = NO_DECISION if d is None else (
+                d["action"] if d["tool"] in (None, "noop") else f"{d['action']} ({d['tool']})")
+            outcome = "recovered" if spell["recovered"] else "not recovered"
+            counts[(r["system"], spell["kind"], name, outcome)] += 1
+    return [{"system": s, "failure": f, "decision": d, "outcome": o, "count": n}
+            for (s, f, d, o), n in sorted(counts.items())]
+
+
 def _judged(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in results if r.get("labels") and r.get("error") is None]
 
@@ -89,4 +113,4 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     return {"episodes": len(results), "systems": systems,
             "oracle_vs_symbolic": {**fine, "symbolic": symbolic, "judged": len(judged),
                                    "by_stage": by_stage},
-            "comparisons": comparisons}
+            "comparisons": comparisons, "recovery_flow": recovery_flow(results)}

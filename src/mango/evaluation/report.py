@@ -1,5 +1,8 @@
 """Campaign reports from the stored results: `json` (the summary itself), `md` (tables), and
-`html` (one self-contained file: inline SVG charts and tables, no scripts, nothing fetched).
+`html` (one self-contained file: inline SVG charts and tables, no scripts, nothing fetched):
+success with Wilson intervals, oracle vs ground truth and by failure stage, comparisons, the
+failure -> recovery flow, generation tables when the campaign generated its oracles, and a
+step timeline per selected episode.
 """
 
 from __future__ import annotations
@@ -43,6 +46,32 @@ def _comparison_rows(summary: dict[str, Any]) -> list[list[str]]:
              str(c["tasks"])] for c in summary["comparisons"]]
 
 
+def _stage_rows(summary: dict[str, Any]) -> list[list[str]]:
+    return [[stage, str(v["failures"]), str(v["detected"]), str(v["localized"]),
+             _pct(v["recall"]), _pct(v["localization_accuracy"])]
+            for stage, v in summary["oracle_vs_symbolic"]["by_stage"].items()]
+
+
+def _flow_rows(summary: dict[str, Any]) -> list[list[str]]:
+    return [[f["system"], f["failure"], f["decision"], f["outcome"], str(f["count"])]
+            for f in summary.get("recovery_flow", [])]
+
+
+def _generation_rows(summary: dict[str, Any]) -> list[list[str]]:
+    gen = summary.get("generation") or {}
+    return [[o["task"], _yes(o["approved"]), str(o["iterations"]), _num(o["seconds"], 2),
+             _yes(o["valid"]), _yes(o["executable"]), _num(o["similarity"])]
+            for o in gen.get("oracles", [])]
+
+
+def _yes(v: bool | None) -> str:
+    return "—" if v is None else ("yes" if v else "no")
+
+
+STAGE_HEAD = ["failure stage", "failures", "detected", "localized", "recall", "localization"]
+FLOW_HEAD = ["system", "failure", "decision", "outcome", "episodes"]
+GENERATION_HEAD = ["task", "approved", "iterations", "seconds", "valid", "executable",
+                   "similarity to hand-written"]
 SYSTEM_HEAD = ["system", "success", "rate", "Wilson 95 %"]
 ORACLE_HEAD = ["judge", "TP", "FP", "TN", "FN", "accuracy", "precision", "recall", "F1",
                "localization"]
@@ -60,9 +89,16 @@ def to_markdown(summary: dict[str, Any], name: str = "campaign") -> str:
              f"## Oracle vs ground truth ({summary['oracle_vs_symbolic']['judged']} judged "
              "episodes; positive = a failed episode)", "",
              table(ORACLE_HEAD, _oracle_rows(summary))]
+    parts += ["", "## Fine-grained oracle by failure stage", "",
+              table(STAGE_HEAD, _stage_rows(summary))]
     if summary["comparisons"]:
         parts += ["", "## Pairwise comparisons", "", table(COMPARE_HEAD,
                                                            _comparison_rows(summary))]
+    if summary.get("recovery_flow"):
+        parts += ["", "## Failure → recovery", "", table(FLOW_HEAD, _flow_rows(summary))]
+    if summary.get("generation"):
+        parts += ["", f"## Generated oracles ({summary['generation']['backend']})", "",
+                  table(GENERATION_HEAD, _generation_rows(summary))]
     return "\n".join(parts) + "\n"
 
 
@@ -92,7 +128,33 @@ def _svg_bars(summary: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def to_html(summary: dict[str, Any], name: str = "campaign") -> str:
+def select_timelines(results: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """The episodes worth a timeline: per system in turn, a recovered failure, an
+    unrecovered one, a caught failure, a missed one, then a pass (sorted by id: the same
+    results select the same episodes)."""
+
+    def rank(r: dict[str, Any]) -> int:
+        orch = r.get("orchestrated") or {}
+        spells = orch.get("spells", [])
+        if spells:
+            return 0 if any(s["recovered"] for s in spells) else 1
+        if (r.get("labels") or {}).get("expected_verdict") == "fail":
+            return 2 if (r.get("verdict") or {}).get("verdict") == "fail" else 3
+        return 4 if r.get("error") is None else 5
+
+    by_system: dict[str, list[dict[str, Any]]] = {}
+    for r in sorted(results, key=lambda r: (rank(r), r["episode"])):
+        by_system.setdefault(r["system"], []).append(r)
+    chosen: list[dict[str, Any]] = []
+    while len(chosen) < count and any(by_system.values()):
+        for queue in by_system.values():
+            if queue and len(chosen) < count:
+                chosen.append(queue.pop(0))
+    return chosen
+
+
+def to_html(summary: dict[str, Any], name: str = "campaign",
+            timelines: list[dict[str, Any]] | None = None) -> str:
     def table(head: list[str], rows: list[list[str]]) -> str:
         th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
@@ -111,12 +173,39 @@ def to_html(summary: dict[str, Any], name: str = "campaign") -> str:
         "episodes; a positive is a failed episode.</p>",
         table(ORACLE_HEAD, _oracle_rows(summary)),
     ]
+    sections += ["<h2>Fine-grained oracle by failure stage</h2>",
+                 table(STAGE_HEAD, _stage_rows(summary))]
     if summary["comparisons"]:
         sections += ["<h2>Pairwise comparisons</h2>",
                      table(COMPARE_HEAD, _comparison_rows(summary))]
+    if summary.get("recovery_flow"):
+        from mango.evaluation.figures import recovery_flow_svg
+
+        systems = sorted({f["system"] for f in summary["recovery_flow"]})
+        sections.append("<h2>Failure → recovery (world failures, the decision, the "
+                        "outcome)</h2>")
+        for sys_name in systems:
+            flow = [f for f in summary["recovery_flow"] if f["system"] == sys_name]
+            sections += [f"<h3>{html.escape(sys_name)}</h3>",
+                         f'<figure class="flow">{recovery_flow_svg(flow)}</figure>']
+        sections.append(table(FLOW_HEAD, _flow_rows(summary)))
+    if summary.get("generation"):
+        sections += [f"<h2>Generated oracles ({html.escape(summary['generation']['backend'])})"
+                     "</h2>", table(GENERATION_HEAD, _generation_rows(summary))]
+    if timelines:
+        from mango.evaluation.figures import gantt_svg
+
+        sections.append("<h2>Step timelines</h2>")
+        for r in timelines:
+            verdict = (r.get("verdict") or {}).get("verdict", "—")
+            sections += [f'<h3 id="{html.escape(r["episode"])}">{html.escape(r["episode"])}'
+                         "</h3>", f"<p>success: {_yes(bool(r.get('success')))}, fine-grained "
+                         f"verdict: {html.escape(str(verdict))}"
+                         + (f", error: {html.escape(r['error'])}" if r.get("error") else "")
+                         + "</p>", f'<figure class="gantt">{gantt_svg(r)}</figure>']
     style = ("body{font-family:sans-serif;margin:2em;max-width:60em}table{border-collapse:"
              "collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:"
-             "left}th{background:#eee}")
+             "left}th{background:#eee}figure{margin:0.5em 0}figure svg{max-width:100%;height:auto}")
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
             f"{html.escape(name)}</title><style>{style}</style></head><body>"
             + "".join(sections) + "</body></html>\n")

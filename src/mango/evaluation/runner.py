@@ -45,12 +45,18 @@ class _Executor:
     """Episodes in this process (one worker), on spawned processes, or as Ray tasks; results
     (with their files) come back as they end, in whatever order they end."""
 
-    def __init__(self, workers: int, ray_address: str | None = None) -> None:
+    def __init__(self, workers: int, ray_address: str | None = None,
+                 ros_out: Path | None = None, ros_domain_base: int | None = None) -> None:
         self.workers = workers
         self.ray_address = ray_address
         self.pool: ProcessPoolExecutor | None = None
         self._ray: Any = None
-        if ray_address is not None:  # joined at once: its CPUs size the sampling batches too
+        self._ros: Any = None
+        if ros_out is not None:  # each episode a stack on its worker's ROS domain
+            from mango.evaluation.ros_runner import RosEpisodes
+
+            self._ros = RosEpisodes(workers, ros_out, ros_domain_base)
+        elif ray_address is not None:  # joined at once: its CPUs size the sampling batches too
             from mango.evaluation.ray_runner import RayEpisodes
 
             self._ray = RayEpisodes(ray_address)
@@ -60,6 +66,9 @@ class _Executor:
             ) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
         if self._ray is not None:
             yield from self._ray.run(specs)
+            return
+        if self._ros is not None:
+            yield from self._ros.run(specs)
             return
         if self.workers <= 1:
             for spec, system in specs:
@@ -87,15 +96,24 @@ class _Executor:
             self.pool.shutdown(wait=False, cancel_futures=True)
         if self._ray is not None:
             self._ray.close()
+        if self._ros is not None:
+            self._ros.close()
 
 
 def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
                  on_result: Callable[[dict[str, Any], int, int], None] | None = None,
-                 ray_address: str | None = None) -> RunSummary:
+                 ray_address: str | None = None,
+                 ros_domain_base: int | None = None) -> RunSummary:
     """Run what is left of `campaign` into `out`; `on_result(result, done, total)` per episode.
 
     `ray_address` ("auto", "HOST:PORT") runs each episode as a Ray task instead of on local
-    workers; the results stream back into the same store."""
+    workers; the results stream back into the same store. A `runner: ros` campaign runs each
+    episode as a sim stack, worker k on ROS domain `ros_domain_base + k` (default: the domains
+    after this process's); its MANGO sampling pool still runs in-process (it only chooses)."""
+    ros = campaign.spec.runner == "ros"
+    if ros and ray_address is not None:
+        raise InputError("runner: ros brings stacks up on this machine; --ray-address runs "
+                         "in_process episodes", file=campaign.file, field="runner")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     summary = RunSummary()
@@ -105,8 +123,11 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
             raise InputError(f"{out} holds another campaign's results (a different campaign "
                              "file); use a new output folder", file=campaign.file)
         store.set_meta("campaign", campaign.spec.model_dump(mode="json"))
-        systems = {n: s.model_dump(mode="json") for n, s in campaign.systems.items()}
-        executor = _Executor(workers, ray_address)
+        oracles = _oracle_files(campaign, store, out)
+        systems = {n: {**s.model_dump(mode="json"), "oracles": oracles}
+                   for n, s in campaign.systems.items()}
+        executor = _Executor(workers, ray_address, out if ros else None, ros_domain_base)
+        sampler = _Executor(workers) if ros else executor
 
         def record(result: dict[str, Any], files: dict[str, str] | None = None) -> None:
             if files is not None:
@@ -119,7 +140,7 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
 
         try:
             if campaign.spec.sampling == "mango":
-                plan = _sample(campaign, store, executor, summary)
+                plan = _sample(campaign, store, sampler, summary, oracles)
             else:
                 plan = list(campaign.episodes())
             summary.total = len(plan)
@@ -128,7 +149,7 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
             summary.skipped = summary.total - len(todo)
             rest = []
             for e in todo:
-                reused = _pool_run(store, out, e, systems[e.system])
+                reused = None if ros else _pool_run(store, out, e, systems[e.system])
                 if reused is not None:
                     record(*reused)
                 else:
@@ -141,7 +162,25 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
             summary.interrupted = "a worker process died"
         finally:
             executor.close()
+            if sampler is not executor:
+                sampler.close()
     return summary
+
+
+def _oracle_files(campaign: Campaign, store: Store, out: Path) -> dict[str, str]:
+    """task -> oracle file when the campaign judges with generated oracles (made once: a
+    resumed run keeps the files its finished episodes were judged with)."""
+    if campaign.spec.oracles != "generated":
+        return {}
+    made = store.meta("oracle_files")
+    if made and all(Path(f).is_file() for f in made.values()):
+        return dict(made)
+    from mango.evaluation.generated import generate_oracles
+
+    files, table = generate_oracles(list(campaign.spec.tasks), out)
+    store.set_meta("generation", table)
+    store.set_meta("oracle_files", files)
+    return files
 
 
 def _pool_run(store: Store, out: Path, spec: EpisodeSpec, system: dict[str, Any]
@@ -160,12 +199,13 @@ def _pool_run(store: Store, out: Path, spec: EpisodeSpec, system: dict[str, Any]
     return {**found, "episode": spec.id, "system": spec.system, "reused_from": pool_id}, files
 
 
-def _plan_steps(task: str) -> list[str]:
+def _plan_steps(task: str, oracle: str | None = None) -> list[str]:
+    from mango.evaluation.episodes import with_oracle
     from mango.oracle.model import load_oracle, plan_entries
     from mango.sim.env import as_scene
     from mango.sim.runner import load_oracle_json
 
-    data, path = load_oracle_json(as_scene(task))
+    data, path = load_oracle_json(with_oracle(as_scene(task), oracle))
     if data is None:
         raise InputError(f"task '{task}' has no fine-grained oracle: MANGO sampling places "
                          "failures by the oracle's steps", field="sampling")
@@ -210,7 +250,7 @@ class _TaskPool:
 
 
 def _sample(campaign: Campaign, store: Store, executor: _Executor,
-            summary: RunSummary) -> list[EpisodeSpec]:
+            summary: RunSummary, oracles: dict[str, str]) -> list[EpisodeSpec]:
     """Per task, the quota's (seed, fault) pairs from a pool of expert runs, run lazily (every
     task's next candidates together, so the workers stay busy) until each task's stages are
     filled or its candidates run out."""
@@ -222,7 +262,7 @@ def _sample(campaign: Campaign, store: Store, executor: _Executor,
     pools = []
     for task in spec.tasks:
         faults = given or fault_catalogue(as_scene(task))
-        pools.append(_TaskPool(task, _plan_steps(task), [
+        pools.append(_TaskPool(task, _plan_steps(task, oracles.get(task)), [
             EpisodeSpec(POOL, task, s, None) for s in seeds] + [
             EpisodeSpec(POOL, task, s, f) for s in seeds for f in faults], []))
     by_task = {tp.task: tp for tp in pools}
@@ -237,7 +277,7 @@ def _sample(campaign: Campaign, store: Store, executor: _Executor,
             if found is not None:
                 by_task[c.task].runs.append(found)
             else:
-                todo.append((c, POOL_SYSTEM))
+                todo.append((c, {**POOL_SYSTEM, "oracles": oracles}))
         for result, files in executor.run(todo):
             write_episode(store.path.parent, result, files)
             store.add(result, role=POOL)

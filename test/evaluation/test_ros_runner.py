@@ -1,0 +1,72 @@
+"""Campaign episodes as ROS stacks (`runner: ros`): the sim stack per episode on the worker's
+own ROS domain, the same result as the in-process run of the same seeds (verdict, failed step,
+success, the labels' truth), and what a stack cannot run refused before anything runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mango.errors import InputError
+from mango.evaluation.campaign import load_campaign
+from mango.evaluation.runner import STORE_FILE, run_campaign
+from mango.evaluation.store import Store
+
+CAMPAIGN = """name: agree
+systems: [{name: vla, kind: policy}]
+tasks: [libero10_stove_moka]
+seeds: {start: 0, count: 2}
+faults: [none, drop@0.3]
+"""
+
+
+def _outcomes(out: Path) -> dict[str, tuple]:
+    with Store(out / STORE_FILE) as s:
+        return {r["episode"]: (r["error"], r["success"], r["verdict"]["verdict"],
+                               r["verdict"]["failed_step"], r["symbolic"]["verdict"],
+                               r["labels"]["expected_verdict"], r["labels"]["failed_step"])
+                for r in s.results()}
+
+
+def test_stack_episodes_give_the_in_process_results(tmp_path: Path) -> None:
+    local = tmp_path / "local.yaml"
+    local.write_text(CAMPAIGN)
+    ros = tmp_path / "ros.yaml"
+    ros.write_text(CAMPAIGN + "runner: ros\n")
+    run_campaign(load_campaign(local), tmp_path / "in_process")
+    base = (int(os.environ["ROS_DOMAIN_ID"]) + 40) % 200 + 1  # not the suite's own domain
+    summary = run_campaign(load_campaign(ros), tmp_path / "ros", workers=1,
+                           ros_domain_base=base)
+    assert (summary.ran, summary.errors) == (4, 0)
+    want, got = _outcomes(tmp_path / "in_process"), _outcomes(tmp_path / "ros")
+    assert got == want
+    assert {v[2] for v in got.values()} == {"pass", "fail"}  # both outcomes are compared
+    with Store(tmp_path / "ros" / STORE_FILE) as s:
+        results = list(s.results())
+    assert all(r["runner"] == "ros" and r["ros"]["domain"] == base for r in results)
+    for r in results:  # the recorder's bag and the trace exported from it
+        folder = tmp_path / "ros" / "episodes" / r["episode"]
+        assert (folder / "bag" / "metadata.yaml").is_file()
+        assert (folder / "trace.jsonl").stat().st_size > 0
+
+
+@pytest.mark.parametrize(("extra", "field", "says"), [
+    ("  - {name: t, kind: task, mode: full, monitor: oracle}\n", "systems[1].kind",
+     "orchestrated systems run in_process"),
+    ("oracles: generated\n", "oracles", "generated oracles run in_process"),
+])
+def test_what_a_stack_cannot_run_is_refused_first(tmp_path: Path, extra: str, field: str,
+                                                  says: str) -> None:
+    text = CAMPAIGN + "runner: ros\n"
+    if extra.startswith("  -"):
+        text = text.replace("systems: [{name: vla, kind: policy}]\n",
+                            "systems:\n  - {name: vla, kind: policy}\n" + extra)
+    else:
+        text += extra
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_campaign(path)
+    assert err.value.field == field and says in err.value.message
