@@ -70,6 +70,7 @@ def run_task(path: str, seeds: list[int]) -> dict[str, Any]:
     """One task file: build, and per seed the expert's run and both verdicts."""
     from mango.bddl.parser import read_bddl
     from mango.bddl.scene import sim_scene
+    from mango.oracle.predicates import EvaluationError
     from mango.oracle.symbolic import SymbolicOracle
     from mango.oracle.tracker import check_trace
     from mango.sim.runner import run_episode
@@ -96,9 +97,12 @@ def run_task(path: str, seeds: list[int]) -> dict[str, Any]:
         verdict = None
         failed = None
         if oracle is not None:
-            rep = check_trace(oracle, res.states)
-            verdict = rep.verdict == "pass"
-            failed = None if verdict else rep.failed_step
+            try:
+                rep = check_trace(oracle, res.states)
+                verdict = rep.verdict == "pass"
+                failed = None if verdict else rep.failed_step
+            except EvaluationError as exc:  # names what the sim's world state lacks
+                verdict, failed = False, exc.message
         row["seeds"][seed] = {"goal": goal, "oracle": verdict, "failed_step": failed,
                               "error": res.error, "wall_s": round(time.perf_counter() - t0, 1)}
     return row

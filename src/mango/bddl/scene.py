@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mango.bddl.builds import BUILT, BUILT_REGIONS
 from mango.bddl.categories import CATEGORIES, SURFACES
 from mango.bddl.convert import goal_expression
 from mango.bddl.model import Atom, Compound, Problem
@@ -45,7 +46,6 @@ ROBOT_FROM_TABLE_X: dict[str, float] = {
 # Categories built like another one the shipped scenes have (same shape and size class).
 ALIASES: dict[str, str] = {
     "white_bowl": "akita_black_bowl",
-    "wooden_cabinet": "white_cabinet",  # both have drawers; ours slides the bottom one only
     "yellow_book": "black_book",
     "wooden_tray": "basket",
     "bbq_sauce": "ketchup",
@@ -92,6 +92,12 @@ def shipped_templates() -> _Templates:
             cat = category_of(r.parent)
             if cat is not None and r.id.startswith(r.parent + "_"):
                 regions.setdefault((cat, r.id[len(r.parent) + 1:]), r)
+    for cat, fields in BUILT.items():
+        entities[cat] = EntitySpec.model_validate({"id": f"{cat}_1", "position": [0, 0],
+                                                   **fields})
+    for (cat, name), fields in BUILT_REGIONS.items():
+        regions[(cat, name)] = RegionSpec.model_validate(
+            {"id": f"{cat}_1_{name}", "parent": f"{cat}_1", **fields})
     return _Templates(entities, regions, placing)
 
 
@@ -169,6 +175,7 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             init_state[a.args[0]] = a.predicate
 
     entities: list[dict[str, Any]] = []
+    supported: set[str] = set()  # regions and entities something starts on
     built: dict[str, EntitySpec] = {}
     mirrored: set[str] = set()
     for e in (*problem.fixtures, *problem.objects):
@@ -180,17 +187,24 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             continue
         where = placement.get(e.name)
         region = problem.region(where) if where else None
-        if region is None or region.target != table or region.centre() is None:
-            missing.append(
-                f"{e.name} starts on/in '{where}', not on a range of the table: the sim places "
-                "every entity on the table top" if where else f"{e.name} has no placement in :init"
-            )
-            continue
-        x0, y0, x1, y1 = region.ranges[0]
         data = template.model_dump(mode="json", exclude_none=True)
         data["id"] = e.name
-        data["position"] = list(sim_xy(*region.centre()))  # type: ignore[misc]
-        data["jitter"] = [round((x1 - x0) / 2, 4), round((y1 - y0) / 2, 4)]
+        if where is None:
+            missing.append(f"{e.name} has no placement in :init")
+            continue
+        if region is not None and region.target == table and region.centre() is not None:
+            x0, y0, x1, y1 = region.ranges[0]
+            data["position"] = list(sim_xy(*region.centre()))  # type: ignore[misc]
+            data["jitter"] = [round((x1 - x0) / 2, 4), round((y1 - y0) / 2, 4)]
+        elif template.movable and (region is not None or problem.category_of(where)):
+            # on or in another entity or one of its regions (a bowl on the cookie box, in a
+            # drawer, on a cook region): starts at that support's centre
+            data["on"], data["position"], data["jitter"] = where, [0.0, 0.0], [0.0, 0.0]
+            supported.add(where)
+        else:
+            missing.append(f"{e.name} starts on/in '{where}', which the sim cannot place a "
+                           f"{e.category} on")
+            continue
         data["description"] = CATEGORIES[e.category].description if e.category in CATEGORIES \
             else e.category.replace("_", " ")
         if template.joint is not None:
@@ -210,6 +224,7 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
     regions: list[dict[str, Any]] = []
     used = {arg for a in problem.goal_atoms() for arg in a.args}
     used |= {arg for a in problem.init if a.predicate not in ("on", "in") for arg in a.args}
+    used |= supported
     for r in problem.regions:
         if r.target == table:
             if r.full_name in used and r.centre() is not None:
