@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mango.sim.parts import WALL, drawer_half, level_slot
+from mango.sim.scene import EntitySpec
+
 TOP_REGION_HEIGHT = 0.05  # a region on a fixture's top face: that face and 5 cm above it
 
 # category -> the entity fields a scene needs besides id, position, jitter, description
@@ -26,9 +29,9 @@ BUILT: dict[str, dict[str, Any]] = {
         "color": [0.45, 0.25, 0.15, 1]},
     "wooden_cabinet": {
         "kind": "fixture", "shape": "drawer_cabinet", "size": [0.19, 0.24, 0.22],
-        "color": [0.4, 0.26, 0.16, 1],
+        "color": [0.4, 0.26, 0.16, 1], "drawers": 3,
         # LIBERO's drawers: range (-0.16, 0.01), open below -0.14 (articulated_objects.py)
-        "joint": {"id": "wooden_cabinet_bottom_region", "q_open": -0.14, "q_closed": 0.0,
+        "joint": {"id": "wooden_cabinet_1_bottom_region", "q_open": -0.14, "q_closed": 0.0,
                   "q_init": 0.0, "range": [-0.16, 0.0]}},
 }
 
@@ -38,6 +41,24 @@ def top_region(size: list[float]) -> dict[str, Any]:
     sx, sy, sz = size
     return {"part": "base", "offset": [0.0, 0.0, round(sz / 2 + TOP_REGION_HEIGHT / 2, 4)],
             "size": [round(sx * 0.9, 4), round(sy * 0.9, 4), TOP_REGION_HEIGHT]}
+
+
+# a cabinet's drawer regions by level, bottom first (LIBERO's site names)
+LEVELS: dict[int, tuple[str, ...]] = {
+    1: ("bottom_region",),
+    3: ("bottom_region", "middle_region", "top_region"),
+}
+
+
+def drawer_region(cabinet: EntitySpec, level: int) -> dict[str, Any]:
+    """The region inside a cabinet's level: on the sliding drawer (moving with it) or in a
+    fixed level's compartment."""
+    dx, dy, _ = drawer_half(cabinet)
+    zc, half = level_slot(cabinet, level)
+    size = [round(2 * dx - 2 * WALL, 4), round(2 * dy - 2 * WALL, 4), round(2 * half, 4)]
+    if level == cabinet.drawer:
+        return {"part": "drawer", "offset": [0.0, 0.0, 0.0], "size": size}
+    return {"part": "base", "offset": [0.0, 0.0, round(zc, 4)], "size": size}
 
 
 # (category, region name) -> region fields (part, offset, size); a drawer's comes from

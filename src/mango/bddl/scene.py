@@ -16,13 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mango.bddl.builds import BUILT, BUILT_REGIONS
+from mango.bddl.builds import BUILT, BUILT_REGIONS, LEVELS, drawer_region
 from mango.bddl.categories import CATEGORIES, SURFACES
 from mango.bddl.convert import goal_expression
 from mango.bddl.model import Atom, Compound, Problem
 from mango.oracle.libero_predicates import category_of
 from mango.sim.scene import (
     EntitySpec,
+    JointSpec,
     RegionSpec,
     RobotSpec,
     SceneSpec,
@@ -54,6 +55,10 @@ ALIASES: dict[str, str] = {
     "cookies": "cream_cheese",
 }
 TABLE_REGION_HEIGHT = 0.05  # a table region's box: the top surface and 5 cm above it
+# Nearest a fixture's centre may stand in front of the robot's base (x): LIBERO puts a stove
+# 0.25 m ahead of its Panda, where the FR3's gripper, pointing down, cannot follow a
+# continuous joint path to the knob or the burner; closer fixtures move out to this.
+MIN_FIXTURE_AHEAD = 0.38
 
 
 @dataclass
@@ -176,6 +181,7 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
 
     entities: list[dict[str, Any]] = []
     supported: set[str] = set()  # regions and entities something starts on
+    moved: list[str] = []
     built: dict[str, EntitySpec] = {}
     mirrored: set[str] = set()
     for e in (*problem.fixtures, *problem.objects):
@@ -196,6 +202,11 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             x0, y0, x1, y1 = region.ranges[0]
             data["position"] = list(sim_xy(*region.centre()))  # type: ignore[misc]
             data["jitter"] = [round((x1 - x0) / 2, 4), round((y1 - y0) / 2, 4)]
+            near = RobotSpec().base[0] + MIN_FIXTURE_AHEAD
+            if not template.movable and data["position"][0] < near:
+                moved.append(f"{e.name} moved {near - data['position'][0]:.2f} m away from "
+                             "the robot (LIBERO's place is out of the FR3's reach)")
+                data["position"][0] = near
         elif template.movable and (region is not None or problem.category_of(where)):
             # on or in another entity or one of its regions (a bowl on the cookie box, in a
             # drawer, on a cook region): starts at that support's centre
@@ -207,6 +218,17 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             continue
         data["description"] = CATEGORIES[e.category].description if e.category in CATEGORIES \
             else e.category.replace("_", " ")
+        levels = LEVELS.get(template.drawers, ()) if template.shape == "drawer_cabinet" else ()
+        if len(levels) > 1:
+            # one drawer slides: the one the task opens, closes or fills (goal, then :init)
+            named = [a.args[-1] for a in (*problem.goal_atoms(), *problem.init)
+                     if a.predicate in ("open", "close", "in") and a.args]
+            level = next((levels.index(n[len(e.name) + 1:]) for n in named
+                          if n.startswith(e.name + "_") and n[len(e.name) + 1:] in levels), 0)
+            data["drawer"] = level
+            data["joint"] = {**data["joint"], "id": f"{template.id}_{levels[level]}"}
+            template = template.model_copy(update={"joint": JointSpec.model_validate(
+                data["joint"])})
         if template.joint is not None:
             # An articulated fixture faces the table's centre line as its template does (a
             # microwave's cavity, a cabinet's drawer): on the other side of it, mirrored.
@@ -238,6 +260,13 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
         owner = built.get(r.target)
         cat = problem.category_of(r.target)
         template_r = t.regions.get((ALIASES.get(cat or "", cat or ""), r.name))
+        levels = LEVELS.get(owner.drawers, ()) if owner is not None and \
+            owner.shape == "drawer_cabinet" else ()
+        if owner is not None and r.name in levels and len(levels) > 1:
+            # every drawer of a built cabinet is in the scene (the world state has them all)
+            regions.append({"id": r.full_name, "parent": r.target,
+                            **drawer_region(owner, levels.index(r.name))})
+            continue
         if owner is None or template_r is None:
             what = f"region '{r.full_name}'"
             if r.full_name in used:
@@ -296,4 +325,4 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
         "regions": regions,
         "expert": expert,
     }
-    return SimScene(SceneSpec.model_validate(data), [], left_out)
+    return SimScene(SceneSpec.model_validate(data), [], left_out + moved)

@@ -103,6 +103,10 @@ class EntitySpec(_Strict):
     # starts resting on (or in) this entity or region instead of the table: `position` is
     # then its xy offset from the support's centre (LIBERO's `:init` On/In an object or site)
     on: str | None = None
+    # a drawer cabinet's levels (1: a bottom drawer under a closed front) and which one
+    # slides (0 = bottom); the other levels are closed fronts
+    drawers: Annotated[int, Field(ge=1, le=4)] = 1
+    drawer: Annotated[int, Field(ge=0)] = 0
 
     @model_validator(mode="after")
     def _check(self) -> EntitySpec:
@@ -117,6 +121,10 @@ class EntitySpec(_Strict):
             raise ValueError("only a stove can be a device")
         if self.kind == "device" and self.device is None:
             raise ValueError("kind 'device' needs a 'device' entry")
+        if (self.drawers, self.drawer) != (1, 0) and self.shape != "drawer_cabinet":
+            raise ValueError("'drawers'/'drawer' are for a drawer_cabinet")
+        if self.drawer >= self.drawers:
+            raise ValueError(f"drawer {self.drawer} does not exist ({self.drawers} levels)")
         if self.on is not None and not self.movable:
             raise ValueError(f"'on': only a movable object starts on another entity ({self.id})")
         return self
