@@ -63,11 +63,13 @@ MIN_FIXTURE_AHEAD = 0.38
 
 @dataclass
 class SimScene:
-    """The scene (None when something cannot be built), what is missing, what was left out."""
+    """The scene (None when something cannot be built), what is missing, what was left out,
+    and where the scene departs from LIBERO's layout."""
 
     scene: SceneSpec | None
     missing: list[str] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -325,4 +327,4 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
         "regions": regions,
         "expert": expert,
     }
-    return SimScene(SceneSpec.model_validate(data), [], left_out + moved)
+    return SimScene(SceneSpec.model_validate(data), [], left_out, moved)
