@@ -16,12 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mango.bddl.builds import BUILT, BUILT_REGIONS, LEVELS, drawer_region
 from mango.bddl.categories import CATEGORIES, SURFACES
 from mango.bddl.convert import goal_expression
 from mango.bddl.model import Atom, Compound, Problem
 from mango.oracle.libero_predicates import category_of
 from mango.sim.scene import (
     EntitySpec,
+    JointSpec,
     RegionSpec,
     RobotSpec,
     SceneSpec,
@@ -45,7 +47,6 @@ ROBOT_FROM_TABLE_X: dict[str, float] = {
 # Categories built like another one the shipped scenes have (same shape and size class).
 ALIASES: dict[str, str] = {
     "white_bowl": "akita_black_bowl",
-    "wooden_cabinet": "white_cabinet",  # both have drawers; ours slides the bottom one only
     "yellow_book": "black_book",
     "wooden_tray": "basket",
     "bbq_sauce": "ketchup",
@@ -54,15 +55,21 @@ ALIASES: dict[str, str] = {
     "cookies": "cream_cheese",
 }
 TABLE_REGION_HEIGHT = 0.05  # a table region's box: the top surface and 5 cm above it
+# Nearest a fixture's centre may stand in front of the robot's base (x): LIBERO puts a stove
+# 0.25 m ahead of its Panda, where the FR3's gripper, pointing down, cannot follow a
+# continuous joint path to the knob or the burner; closer fixtures move out to this.
+MIN_FIXTURE_AHEAD = 0.38
 
 
 @dataclass
 class SimScene:
-    """The scene (None when something cannot be built), what is missing, what was left out."""
+    """The scene (None when something cannot be built), what is missing, what was left out,
+    and where the scene departs from LIBERO's layout."""
 
     scene: SceneSpec | None
     missing: list[str] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,12 @@ def shipped_templates() -> _Templates:
             cat = category_of(r.parent)
             if cat is not None and r.id.startswith(r.parent + "_"):
                 regions.setdefault((cat, r.id[len(r.parent) + 1:]), r)
+    for cat, fields in BUILT.items():
+        entities[cat] = EntitySpec.model_validate({"id": f"{cat}_1", "position": [0, 0],
+                                                   **fields})
+    for (cat, name), fields in BUILT_REGIONS.items():
+        regions[(cat, name)] = RegionSpec.model_validate(
+            {"id": f"{cat}_1_{name}", "parent": f"{cat}_1", **fields})
     return _Templates(entities, regions, placing)
 
 
@@ -169,6 +182,8 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             init_state[a.args[0]] = a.predicate
 
     entities: list[dict[str, Any]] = []
+    supported: set[str] = set()  # regions and entities something starts on
+    moved: list[str] = []
     built: dict[str, EntitySpec] = {}
     mirrored: set[str] = set()
     for e in (*problem.fixtures, *problem.objects):
@@ -180,19 +195,42 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             continue
         where = placement.get(e.name)
         region = problem.region(where) if where else None
-        if region is None or region.target != table or region.centre() is None:
-            missing.append(
-                f"{e.name} starts on/in '{where}', not on a range of the table: the sim places "
-                "every entity on the table top" if where else f"{e.name} has no placement in :init"
-            )
-            continue
-        x0, y0, x1, y1 = region.ranges[0]
         data = template.model_dump(mode="json", exclude_none=True)
         data["id"] = e.name
-        data["position"] = list(sim_xy(*region.centre()))  # type: ignore[misc]
-        data["jitter"] = [round((x1 - x0) / 2, 4), round((y1 - y0) / 2, 4)]
+        if where is None:
+            missing.append(f"{e.name} has no placement in :init")
+            continue
+        if region is not None and region.target == table and region.centre() is not None:
+            x0, y0, x1, y1 = region.ranges[0]
+            data["position"] = list(sim_xy(*region.centre()))  # type: ignore[misc]
+            data["jitter"] = [round((x1 - x0) / 2, 4), round((y1 - y0) / 2, 4)]
+            near = RobotSpec().base[0] + MIN_FIXTURE_AHEAD
+            if not template.movable and data["position"][0] < near:
+                moved.append(f"{e.name} moved {near - data['position'][0]:.2f} m away from "
+                             "the robot (LIBERO's place is out of the FR3's reach)")
+                data["position"][0] = near
+        elif template.movable and (region is not None or problem.category_of(where)):
+            # on or in another entity or one of its regions (a bowl on the cookie box, in a
+            # drawer, on a cook region): starts at that support's centre
+            data["on"], data["position"], data["jitter"] = where, [0.0, 0.0], [0.0, 0.0]
+            supported.add(where)
+        else:
+            missing.append(f"{e.name} starts on/in '{where}', which the sim cannot place a "
+                           f"{e.category} on")
+            continue
         data["description"] = CATEGORIES[e.category].description if e.category in CATEGORIES \
             else e.category.replace("_", " ")
+        levels = LEVELS.get(template.drawers, ()) if template.shape == "drawer_cabinet" else ()
+        if len(levels) > 1:
+            # one drawer slides: the one the task opens, closes or fills (goal, then :init)
+            named = [a.args[-1] for a in (*problem.goal_atoms(), *problem.init)
+                     if a.predicate in ("open", "close", "in") and a.args]
+            level = next((levels.index(n[len(e.name) + 1:]) for n in named
+                          if n.startswith(e.name + "_") and n[len(e.name) + 1:] in levels), 0)
+            data["drawer"] = level
+            data["joint"] = {**data["joint"], "id": f"{template.id}_{levels[level]}"}
+            template = template.model_copy(update={"joint": JointSpec.model_validate(
+                data["joint"])})
         if template.joint is not None:
             # An articulated fixture faces the table's centre line as its template does (a
             # microwave's cavity, a cabinet's drawer): on the other side of it, mirrored.
@@ -210,6 +248,7 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
     regions: list[dict[str, Any]] = []
     used = {arg for a in problem.goal_atoms() for arg in a.args}
     used |= {arg for a in problem.init if a.predicate not in ("on", "in") for arg in a.args}
+    used |= supported
     for r in problem.regions:
         if r.target == table:
             if r.full_name in used and r.centre() is not None:
@@ -223,6 +262,13 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
         owner = built.get(r.target)
         cat = problem.category_of(r.target)
         template_r = t.regions.get((ALIASES.get(cat or "", cat or ""), r.name))
+        levels = LEVELS.get(owner.drawers, ()) if owner is not None and \
+            owner.shape == "drawer_cabinet" else ()
+        if owner is not None and r.name in levels and len(levels) > 1:
+            # every drawer of a built cabinet is in the scene (the world state has them all)
+            regions.append({"id": r.full_name, "parent": r.target,
+                            **drawer_region(owner, levels.index(r.name))})
+            continue
         if owner is None or template_r is None:
             what = f"region '{r.full_name}'"
             if r.full_name in used:
@@ -282,4 +328,4 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
         "regions": regions,
         "expert": expert,
     }
-    return SimScene(SceneSpec.model_validate(data), [], left_out)
+    return SimScene(SceneSpec.model_validate(data), [], left_out, moved)

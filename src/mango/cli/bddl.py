@@ -100,6 +100,8 @@ def scene_cmd(
     if not quiet:
         for note in result.left_out:
             sys.stderr.write(f"  left out: {note}\n")
+        for note in result.notes:
+            sys.stderr.write(f"  note: {note}\n")
         sys.stderr.write(f"wrote {target} ({len(result.scene.entities)} entities, "
                          f"{len(result.scene.expert)} expert steps)\n")
 

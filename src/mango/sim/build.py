@@ -29,6 +29,7 @@ from mango.sim.parts import (
     drawer_half,
     drawer_local,
     knob_local,
+    level_slot,
 )
 from mango.sim.scene import ARTICULATED, EntitySpec, SceneSpec
 
@@ -330,13 +331,25 @@ class _Builder:
         self._box(body, e.id, (0, -sy + t, 0), (sx, t, sz), rgba)
         self._box(body, e.id, (0, 0, sz - t), (sx, sy, t), rgba)  # top
         self._box(body, e.id, (0, 0, -sz + t), (sx, sy, t), rgba)  # floor
-        hd = e.size[2] * DRAWER_FRAC  # bottom drawer height
-        shelf_z = -sz + WALL + hd + 0.004
-        self._box(body, e.id, (0, 0, shelf_z + t), (sx, sy, t), rgba)
-        upper = (sz - t) - (shelf_z + WALL)
-        self._box(body, e.id, (-sx + t, 0, shelf_z + WALL + upper / 2), (t, sy, upper / 2), rgba)
-        self._box(body, e.id, (-sx - 0.01, 0, shelf_z + WALL + upper / 2),
-                  (0.01, 0.05, 0.008), (0.2, 0.2, 0.2, 1), contype=0, conaffinity=0)
+        if e.drawers == 1:
+            hd = e.size[2] * DRAWER_FRAC  # bottom drawer height
+            shelf_z = -sz + WALL + hd + 0.004
+            self._box(body, e.id, (0, 0, shelf_z + t), (sx, sy, t), rgba)
+            upper = (sz - t) - (shelf_z + WALL)
+            fronts = [shelf_z + WALL + upper / 2]
+            halves = [upper / 2]
+        else:
+            # a shelf under every level above the floor, a closed front on the fixed levels
+            hs = (e.size[2] - 2 * WALL - (e.drawers - 1) * WALL) / e.drawers
+            for k in range(1, e.drawers):
+                self._box(body, e.id, (0, 0, -sz + WALL + k * (hs + WALL) - t), (sx, sy, t),
+                          rgba)
+            fronts = [level_slot(e, k)[0] for k in range(e.drawers) if k != e.drawer]
+            halves = [hs / 2] * len(fronts)
+        for zc, half in zip(fronts, halves, strict=True):
+            self._box(body, e.id, (-sx + t, 0, zc), (t, sy, half), rgba)
+            self._box(body, e.id, (-sx - 0.01, 0, zc), (0.01, 0.05, 0.008), (0.2, 0.2, 0.2, 1),
+                      contype=0, conaffinity=0)
         # the drawer: an open box sliding along x; q < 0 pulls it toward the robot (-x)
         dx, dy, dz = drawer_half(e)
         drawer = body.add_body(name=f"{e.id}__drawer", pos=list(drawer_local(e)))

@@ -131,13 +131,18 @@ class SimEnv:
             d.qpos[b.arm_qpos] = home
             d.qpos[b.finger_qpos] = MAX_WIDTH / 2
             th = self.scene.table.height
-            for e in self.scene.entities:
+            for e in self.scene.placement_order():
                 if e.id in b.free_qpos:
                     a = b.free_qpos[e.id]
                     x = e.position[0] + rng.uniform(-e.jitter[0], e.jitter[0])
                     y = e.position[1] + rng.uniform(-e.jitter[1], e.jitter[1])
                     yaw = math.radians(e.yaw + rng.uniform(-e.yaw_jitter, e.yaw_jitter))
-                    d.qpos[a : a + 3] = [x, y, th + e.size[2] / 2 + 0.001]
+                    floor = th
+                    if e.on is not None:  # on its support, placed (and moved) before it
+                        mujoco.mj_forward(m, d)
+                        sx, sy, floor = self._support_top(e.on)
+                        x, y = x + sx, y + sy
+                    d.qpos[a : a + 3] = [x, y, floor + e.size[2] / 2 + 0.001]
                     d.qpos[a + 3 : a + 7] = yaw_quat(yaw)
                 elif e.joint is not None:
                     d.qpos[b.joint_qpos[e.joint.id]] = e.joint.q_init
@@ -150,6 +155,18 @@ class SimEnv:
             d.time = 0.0
             mujoco.mj_forward(m, d)
             return self.world_state()
+
+    def _support_top(self, support: str) -> tuple[float, float, float]:
+        """Centre xy and the height something rests at on `support`: an entity's top, a
+        region's floor (the bottom of its box: a drawer's, a cook region's, a top side's)."""
+        b, d = self.built, self.data
+        if support in b.region_site:
+            sid = b.region_site[support]
+            half = self.model.site_size[sid]
+            p = d.site_xpos[sid]
+            return float(p[0]), float(p[1]), float(p[2] - half[2])
+        p = d.xpos[b.entity_body[support]]
+        return float(p[0]), float(p[1]), float(p[2] + self.scene.entity(support).size[2] / 2)
 
     def _apply_ctrl(self, target: np.ndarray) -> None:
         b = self.built

@@ -37,17 +37,28 @@ def knob_local(e: EntitySpec) -> tuple[float, float, float]:
     return (-sx / 2 + 0.045, -sy / 2 + 0.045, sz / 2 + KNOB_HALF)
 
 
-def drawer_local(e: EntitySpec) -> tuple[float, float, float]:
-    """The bottom drawer's frame origin in the cabinet frame, closed (q = 0)."""
+def level_slot(e: EntitySpec, level: int) -> tuple[float, float]:
+    """(z centre, half height) of a drawer cabinet's level in its frame: one level is a
+    bottom drawer DRAWER_FRAC of the height (under a closed front); n levels share the
+    height between the floor and the top, a shelf between each two."""
     _, _, sz = e.size
-    dz = sz * DRAWER_FRAC / 2
-    return (0.0, 0.0, -sz / 2 + WALL + dz + 0.002)
+    if e.drawers == 1:
+        dz = sz * DRAWER_FRAC / 2
+        return (-sz / 2 + WALL + dz + 0.002, dz)
+    hs = (sz - 2 * WALL - (e.drawers - 1) * WALL) / e.drawers
+    z0 = -sz / 2 + WALL + level * (hs + WALL)
+    return (z0 + hs / 2, hs / 2 - 0.003)
+
+
+def drawer_local(e: EntitySpec) -> tuple[float, float, float]:
+    """The sliding drawer's frame origin in the cabinet frame, closed (q = 0)."""
+    return (0.0, 0.0, level_slot(e, e.drawer)[0])
 
 
 def drawer_half(e: EntitySpec) -> tuple[float, float, float]:
-    """Half extents of the bottom drawer's box in its part frame (its front faces -x)."""
-    sx, sy, sz = e.size
-    return (sx / 2 - WALL - 0.002, sy / 2 - WALL - 0.003, sz * DRAWER_FRAC / 2)
+    """Half extents of the sliding drawer's box in its part frame (its front faces -x)."""
+    sx, sy, _ = e.size
+    return (sx / 2 - WALL - 0.002, sy / 2 - WALL - 0.003, level_slot(e, e.drawer)[1])
 
 
 def door_panel(e: EntitySpec) -> tuple[tuple[float, float, float], tuple[float, float, float]]:

@@ -100,6 +100,13 @@ class EntitySpec(_Strict):
     joint: JointSpec | None = None
     device: DeviceSpec | None = None
     description: str | None = None  # how people call it ("white mug")
+    # starts resting on (or in) this entity or region instead of the table: `position` is
+    # then its xy offset from the support's centre (LIBERO's `:init` On/In an object or site)
+    on: str | None = None
+    # a drawer cabinet's levels (1: a bottom drawer under a closed front) and which one
+    # slides (0 = bottom); the other levels are closed fronts
+    drawers: Annotated[int, Field(ge=1, le=4)] = 1
+    drawer: Annotated[int, Field(ge=0)] = 0
 
     @model_validator(mode="after")
     def _check(self) -> EntitySpec:
@@ -114,6 +121,12 @@ class EntitySpec(_Strict):
             raise ValueError("only a stove can be a device")
         if self.kind == "device" and self.device is None:
             raise ValueError("kind 'device' needs a 'device' entry")
+        if (self.drawers, self.drawer) != (1, 0) and self.shape != "drawer_cabinet":
+            raise ValueError("'drawers'/'drawer' are for a drawer_cabinet")
+        if self.drawer >= self.drawers:
+            raise ValueError(f"drawer {self.drawer} does not exist ({self.drawers} levels)")
+        if self.on is not None and not self.movable:
+            raise ValueError(f"'on': only a movable object starts on another entity ({self.id})")
         return self
 
     @property
@@ -219,6 +232,19 @@ class SceneSpec(_Strict):
                 if parent is None or ARTICULATED.get(parent.shape) != r.part:
                     raise ValueError(f"region '{r.id}': parent '{r.parent}' has no part '{r.part}'")
         known = set(ids) | set(joint_ids)
+        region_parent = {r.id: r.parent for r in self.regions}
+        for e in self.entities:
+            seen = [e.id]
+            ref = e.on
+            while ref is not None:
+                if ref not in by_id and ref not in region_parent:
+                    raise ValueError(f"entity '{e.id}': 'on' names unknown '{ref}'")
+                owner = region_parent.get(ref, ref)
+                if owner in seen:
+                    raise ValueError(f"entity '{e.id}': 'on' goes round in a circle "
+                                     f"({' -> '.join([*seen, owner])})")
+                seen.append(owner)
+                ref = by_id[owner].on if owner in by_id else None
         for i, s in enumerate(self.expert):
             for name in ("obj", "target", "joint", "device"):
                 ref = getattr(s, name)
@@ -242,6 +268,24 @@ class SceneSpec(_Strict):
             if r.id == region_id:
                 return r
         raise KeyError(region_id)
+
+    def placement_order(self) -> list[EntitySpec]:
+        """Entities so that every support comes before what starts on it."""
+        region_parent = {r.id: r.parent for r in self.regions}
+        done: dict[str, EntitySpec] = {}
+        pending = list(self.entities)
+        while pending:
+            rest = []
+            for e in pending:
+                owner = region_parent.get(e.on, e.on) if e.on is not None else None
+                if owner is None or owner in done or owner == self.table.id:
+                    done[e.id] = e
+                else:
+                    rest.append(e)
+            if len(rest) == len(pending):  # unreachable after validation (no cycles)
+                raise ValueError("entities' 'on' supports form a cycle")
+            pending = rest
+        return list(done.values())
 
     def joint_owner(self, joint_or_fixture: str) -> EntitySpec:
         """The articulated entity a joint id (or the fixture id itself) belongs to."""
