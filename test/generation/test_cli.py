@@ -57,20 +57,62 @@ def test_oracle_approved_quiet(libdir, tmp_path):
 
 
 def test_oracle_not_approved_exit_1_still_writes(libdir, tmp_path):
+    # the LIBERO-10 libraries have no "near" check, so pushing next to something is read and
+    # grounded but cannot be monitored: the loop ends unapproved and the last candidate stays
     scene = tmp_path / "scene.json"
     scene.write_text(json.dumps({"task_objects": [{
-        "id": "put the pineapple in the basket",
+        "id": "push the alphabet soup next to the basket",
         "objects": ["alphabet_soup_1", "basket_1"],
         "states": ["alphabet_soup_1", "basket_1", "basket_1_contain_region"]}]}))
     out = tmp_path / "oracle.json"
-    res = invoke("oracle", "--instruction", "put the pineapple in the basket", "--scene",
-                 str(scene), "--libraries", str(libdir), "-o", str(out), "--max-iterations", "3")
+    res = invoke("oracle", "--instruction", "push the alphabet soup next to the basket",
+                 "--scene", str(scene), "--libraries", str(libdir), "-o", str(out),
+                 "--max-iterations", "3")
     assert res.exit_code == 1
     assert "not approved" in res.stderr
     assert out.is_file()
     report = json.loads((tmp_path / "oracle.report.json").read_text())
     issues = [i for r in report["module3"]["history"][0]["reports"] for i in r["issues"]]
-    assert any("pineapple" in i for i in issues)
+    assert any("push_near" in i for i in issues)
+
+
+@pytest.mark.parametrize("instruction,word", [
+    ("put the pineapple in the basket", "pineapple"),   # nothing in the scene is called so
+    ("wipe the basket", "wipe"),                        # no action it can read
+    ("put the alphabet soup", "put the alphabet soup"),  # says where to put nothing
+    ("put the soup in the basket, then do the same with the basket", "same"),
+])
+def test_unreadable_instruction_is_refused_exit_1_without_an_oracle(libdir, tmp_path,
+                                                                    instruction, word):
+    scene = tmp_path / "scene.json"
+    scene.write_text(json.dumps({"task_objects": [{
+        "id": instruction, "objects": ["alphabet_soup_1", "basket_1"],
+        "states": ["alphabet_soup_1", "basket_1", "basket_1_contain_region"]}]}))
+    out = tmp_path / "oracle.json"
+    res = invoke("oracle", "--instruction", instruction, "--scene", str(scene),
+                 "--libraries", str(libdir), "-o", str(out))
+    assert res.exit_code == 1
+    assert "\nrefused: cannot read" in res.stderr, res.stderr
+    assert word in res.stderr
+    assert not out.exists()
+
+
+def test_all_refuses_one_task_and_generates_the_others(tmp_path):
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text(json.dumps(["put the alphabet soup in the basket",
+                                 "put the pineapple in the basket"]))
+    scenes = tmp_path / "scenes.json"
+    scenes.write_text(json.dumps({"task_objects": [{
+        "id": t, "objects": ["alphabet_soup_1", "basket_1"],
+        "states": ["alphabet_soup_1", "basket_1", "basket_1_contain_region"]}
+        for t in json.loads(tasks.read_text())]}))
+    res = invoke("all", "--tasks", str(tasks), "--scenes", str(scenes), "-o",
+                 str(tmp_path / "out"))
+    assert res.exit_code == 1
+    assert "refused: cannot read 'put the pineapple in the basket'" in res.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert [o["approved"] for o in summary["oracles"]] == [True]
+    assert [r["instruction"] for r in summary["refused"]] == ["put the pineapple in the basket"]
 
 
 @pytest.mark.parametrize("case", ["bad_json", "no_entry", "no_libraries", "bad_ablation",

@@ -161,7 +161,7 @@ class CallProgress:
 
 def _run_guarded(fn: Any) -> Any:
     from mango.errors import InputError
-    from mango.llm.backend import BackendError
+    from mango.llm.backend import BackendError, Refusal
 
     try:
         return fn()
@@ -169,6 +169,9 @@ def _run_guarded(fn: Any) -> Any:
         _fail(exc)
     except OSError as exc:  # writing an artifact (disk full, a folder removed meanwhile)
         _fail(write_error(exc, getattr(exc, "filename", "") or "?"))
+    except Refusal as exc:
+        sys.stderr.write(f"refused: {exc}\n")
+        raise typer.Exit(1) from None
     except BackendError as exc:
         sys.stderr.write(f"error: backend failed: {exc}\n")
         raise typer.Exit(1) from None
@@ -278,6 +281,8 @@ def all_(
         ok = sum(r.approved for _, _, r in run.oracles)
         sys.stderr.write(f"wrote {out}: {ok}/{len(run.oracles)} oracles approved in "
                          f"{run.seconds:.2f} s\n")
+    for _, why in run.refused:
+        sys.stderr.write(f"refused: {why}\n")
     if not run.approved:
         raise typer.Exit(1)
 

@@ -173,6 +173,16 @@ class FunctionCatalog(_Model):
         return name in self.predicates
 
 
+class LayoutEntry(_Model):
+    """Where an entity starts (commands.md §6 `layout`): table-frame x, y in metres and what it
+    stands on or in, so "the left plate" or "the bowl on the cookie box" can be grounded."""
+
+    position: tuple[float, float] | None = None
+    on: str | None = None
+    relation: Literal["on", "in"] = "on"
+    frame: str | None = None
+
+
 class SceneTask(_Model):
     """The grounding input for one instruction (spec §4 scene objects)."""
 
@@ -181,6 +191,7 @@ class SceneTask(_Model):
     states: list[str] = Field(default_factory=list)
     descriptions: dict[str, str] = Field(default_factory=dict)
     kinds: dict[str, EntityKind] = Field(default_factory=dict)
+    layout: dict[str, LayoutEntry] = Field(default_factory=dict)
 
     @field_validator("objects", "states")
     @classmethod

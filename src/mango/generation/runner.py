@@ -35,7 +35,7 @@ from mango.generation.pipeline import (
     ProgressFn,
     make_pipeline,
 )
-from mango.llm.backend import LLMBackend
+from mango.llm.backend import LLMBackend, Refusal
 
 ATOMIC_LIBRARY = "atomic_library.json"
 ORACLE_LIBRARY = "atomic_oracle_library.json"
@@ -132,10 +132,12 @@ class AllRun:
     library: LibraryRun
     oracles: list[tuple[str, Path, OracleRun]]
     seconds: float
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (instruction, why)
 
     @property
     def approved(self) -> bool:
-        return self.library.approved and all(r.approved for _, _, r in self.oracles)
+        return self.library.approved and not self.refused and all(
+            r.approved for _, _, r in self.oracles)
 
 
 def run_all(session: Session, tasks: list[str], scenes: SceneFile, out_dir: str | Path,
@@ -147,13 +149,16 @@ def run_all(session: Session, tasks: list[str], scenes: SceneFile, out_dir: str 
     lib = run_library(session, tasks, out)
     pipe = session.pipeline()
     results = []
+    refused: list[tuple[str, str]] = []
     for i, (task, scene) in enumerate(zip(tasks, chosen, strict=True)):
         path = out / "oracles" / f"{i:02d}_{slugify(task)}.json"
         if session.progress:
             session.progress(f"oracle {i + 1}/{len(tasks)}: {task}")
-        results.append((task, path, run_oracle(session, task, scene,
-                                               (lib.atomic_library, lib.oracle_library), path,
-                                               pipe)))
+        try:
+            results.append((task, path, run_oracle(
+                session, task, scene, (lib.atomic_library, lib.oracle_library), path, pipe)))
+        except Refusal as exc:  # one instruction it cannot read does not stop the others
+            refused.append((task, str(exc)))
     total = time.perf_counter() - start
     write_json(out / "summary.json", {
         **_meta(session.backend, session.config), "seconds": total,
@@ -163,8 +168,9 @@ def run_all(session: Session, tasks: list[str], scenes: SceneFile, out_dir: str 
                     "module2_seconds": lib.module2.seconds},
         "oracles": [{"instruction": t, "file": str(p.relative_to(out)), "approved": r.approved,
                      "iterations": r.module3.iterations, "seconds": r.module3.seconds}
-                    for t, p, r in results]})
-    return AllRun(lib, results, total)
+                    for t, p, r in results],
+        "refused": [{"instruction": t, "reason": why} for t, why in refused]})
+    return AllRun(lib, results, total, refused)
 
 
 # ----------------------------------------------------------------------------- scoring

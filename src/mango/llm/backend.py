@@ -38,6 +38,11 @@ class BackendError(RuntimeError):
     """The backend could not produce a valid answer (after its retries)."""
 
 
+class Refusal(BackendError):
+    """The backend declines the request and says why (an instruction it cannot read), rather
+    than answering with something empty."""
+
+
 @runtime_checkable
 class LLMBackend(Protocol):
     """Messages in, validated JSON out (with the backend's own retries on schema errors)."""

@@ -75,6 +75,8 @@ def logic_issues(cand: OracleCandidate, scene: SceneTask) -> list[str]:
     pushes: set[str] = set()
     seen: dict[str, str] = {}
     push_words = LEXICON.words_of("push")
+    parsed = ground_instruction(cand.instruction, scene)
+    pushed_objects = {g.obj for g in parsed.goals if g.kind == "push"}
     for path, act in acts:
         key = f"{act.action_id}{sorted(act.parameters.items())}"
         if key in seen:
@@ -86,7 +88,8 @@ def logic_issues(cand: OracleCandidate, scene: SceneTask) -> list[str]:
             for a in atoms:
                 if a.args:
                     picks.setdefault(a.args[0], []).append(path)
-        pushed = bool(set(act.action_id.lower().split("_")) & push_words)
+        pushed = bool(set(act.action_id.lower().split("_")) & push_words) or bool(
+            {a.args[0] for a in atoms if a.args} & pushed_objects)
         for a in atoms:
             if a.predicate in _PLACING and len(a.args) == 2 and a.args[0] not in ROBOT_PARTS:
                 places.setdefault(a.args[0], []).append((path, a.args[1]))
@@ -110,7 +113,6 @@ def logic_issues(cand: OracleCandidate, scene: SceneTask) -> list[str]:
                 if related(target, fixture) and ppath not in before.get(path, set()):
                     issues.append(f"step {path} closes '{fixture}' but placing '{obj}' into it "
                                   f"(step {ppath}) is not required to come first")
-    parsed = ground_instruction(cand.instruction, scene)
     for goal in parsed.goals:
         if goal.kind in {"pick_place", "push"}:
             ok = any(t in {goal.target, goal.landmark if goal.spatial else None}

@@ -15,9 +15,10 @@ from mango.generation.offline.lexicon import LEXICON, head_noun, singular, token
 from mango.generation.offline.matching import Grounder
 from mango.generation.offline.parsing import (
     NounPhrase,
-    parse_instruction_clauses,
+    parse_instruction,
     parse_noun_phrase,
 )
+from mango.generation.offline.references import Chooser, Reference, analyse
 
 _ACCEPT = 0.45
 
@@ -53,6 +54,7 @@ class InstructionGrounder:
         self.g = Grounder(scene)
         self.mentioned: list[str] = []
         self.problems: list[str] = []
+        self._ambiguous = False
 
     def _mention(self, *ents: str | None) -> None:
         for e in ents:
@@ -86,9 +88,12 @@ class InstructionGrounder:
                 parts[-1].append(w)
         return [p for p in parts if any(w not in LEXICON.stop for w in p)]
 
-    def ground_np(self, np: NounPhrase | None, role: str, exclude: set[str] | None = None
-                  ) -> list[str]:
-        """Ids a noun phrase denotes (several for "both X and Y" or plurals)."""
+    def ground_np(self, np: NounPhrase | None, role: str, exclude: set[str] | None = None,
+                  locator: tuple[str, list[str]] | None = None) -> list[str]:
+        """Ids a noun phrase denotes (several for "both X and Y", plurals, "all the X").
+
+        `locator` is a locating phrase the clause gives apart ("pick up the bowl next to the
+        plate", "take the bowl from the cookie box")."""
         exclude = exclude or set()
         if np is None:
             ent = self._resolve_pronoun(role, exclude) if role in {"closable", "switchable"} \
@@ -103,38 +108,135 @@ class InstructionGrounder:
                 self.problems.append(f"cannot resolve '{np.text}' ({role})")
             return [ent] if ent else []
         pool = self._pool(role)
-        whole = self.g.rank(np.words, pool)
-        best_whole = whole[0][1] if whole else 0.0
-        parts = self._split_coordination(np)
-        if len(parts) > 1:
-            grounded = [self.g.rank(p, pool)[0] if pool else ("", 0.0) for p in parts]
-            ids = [e for e, _ in grounded]
-            worst = min(s for _, s in grounded)
-            if (np.quantified or worst >= best_whole - 0.05) and worst >= _ACCEPT and len(
-                set(ids)
-            ) == len(ids):
-                return ids
-        if not whole or best_whole < _ACCEPT:
-            if role in {"closable", "switchable"}:
-                # "close the door" after putting something in the microwave: the door is a
-                # part the scene does not list; the fixture just mentioned is meant
-                ent = self._resolve_pronoun(role, exclude)
-                if ent is not None:
-                    return [ent]
-            self.problems.append(f"no scene entity matches '{np.text}' ({role})")
+        ref = analyse(np.words)
+        if locator is not None and any(w not in LEXICON.stop for w in locator[1]):
+            ref.locators.append(locator)
+        parts = self._split_coordination(NounPhrase(ref.name))
+        if len(parts) > 1 and not ref.locators and not ref.exceptions:
+            whole = self.g.rank(ref.name, pool)
+            best_whole = whole[0][1] if whole else 0.0
+            refs = [analyse(p) for p in parts]
+            ranked = [self.g.rank(r.name, pool)[:1] or [("", 0.0)] for r in refs]
+            worst = min(r[0][1] for r in ranked)
+            if (np.quantified or worst >= best_whole - 0.05) and worst >= _ACCEPT:
+                ids = [self._ground_ref(r, np, role, pool, exclude) for r in refs]
+                flat = [e for group in ids for e in group]
+                if all(ids) and len(set(flat)) == len(flat):
+                    return flat
+                if not all(ids):
+                    return []
+        ids = self._ground_ref(ref, np, role, pool, exclude)
+        if not ids and role in {"closable", "switchable"} and not self._ambiguous:
+            # "close the door" after putting something in the microwave: the door is a
+            # part the scene does not list; the fixture just mentioned is meant
+            ent = self._resolve_pronoun(role, exclude)
+            if ent is not None:
+                self.problems.pop()
+                return [ent]
+        return ids
+
+    def _ground_ref(self, ref: Reference, np: NounPhrase, role: str, pool: list[str],
+                    exclude: set[str]) -> list[str]:
+        self._ambiguous = False
+        text = " ".join(ref.name) if ref.name != np.words else np.text
+        whole = self.g.rank(ref.name, pool)
+        best = whole[0][1] if whole else 0.0
+        if not whole or best < _ACCEPT:
+            self.problems.append(f"no scene entity matches '{text}' ({role})")
             return []
-        if np.plural:
-            head = head_noun(np.words)
-            same_head = [e for e, s in whole if s >= _ACCEPT and head is not None and any(
+        ties = [e for e, sc in whole if sc >= best - 0.02 and sc >= _ACCEPT]
+        if len(ties) > 1 and [e for e in ties if e not in exclude]:
+            ties = [e for e in ties if e not in exclude]
+        many = ref.selects_many or np.plural
+        if many:
+            head = head_noun(ref.name)
+            same_head = [e for e, sc in whole if sc >= _ACCEPT and head is not None and any(
                 token_sim(head, h) == 1.0 for h in self.g.head_words(e))]
-            ties = [e for e, s in whole if s >= best_whole - 0.02]
             chosen = same_head if len(same_head) > 1 else ties
-            n = next((LEXICON.numbers[w] for w in np.words if w in LEXICON.numbers), None)
-            if n is not None and len(chosen) > n:
-                chosen = chosen[:n]
-            if len(chosen) > 1:
+            chosen = self._choose(chosen, ref, role, exclude, keep_many=True)
+            for exc in ref.exceptions:
+                gone = self._ground_exception(exc, ref.name, chosen)
+                if gone is None:
+                    return []
+                chosen = [e for e in chosen if e not in gone]
+            if ref.count is not None and len(chosen) > ref.count:
+                chosen = chosen[: ref.count]
+            if len(chosen) > 1 or ref.selects_many:
+                if not chosen:
+                    self.problems.append(f"'{np.text}' leaves nothing ({role})")
                 return chosen
-        return [whole[0][0]]
+            return chosen
+        if len(ties) == 1:
+            return ties
+        chosen = self._choose(ties, ref, role, exclude)
+        if len(chosen) > 1:
+            known = [e for e in chosen if e in self.mentioned]
+            if len(known) == 1:
+                return known  # "the drawer": the one already spoken of
+            self._ambiguous = True
+            self.problems.append(f"'{np.text}' is ambiguous: it may be any of "
+                                 f"{', '.join(chosen)} ({role})")
+            return []
+        return chosen
+
+    def _choose(self, cands: list[str], ref: Reference, role: str, exclude: set[str],
+                keep_many: bool = False) -> list[str]:
+        """Narrow alike candidates with the phrase's locators, superlative and modifiers."""
+        chooser = Chooser(self.g)
+        chosen = list(cands)
+        for rel, words in ref.locators:
+            landmarks = self._landmarks(rel, words, set(chosen) | exclude)
+            if landmarks is None:
+                return []
+            if rel == "from" and len(chosen) == 1:
+                continue
+            kept = chooser.locate(chosen, rel, landmarks)
+            if kept is not None and (keep_many or len(kept) < len(chosen) or rel != "from"):
+                chosen = kept
+        if ref.superlative is not None and len(chosen) > 1:
+            rel, words = ref.superlative
+            landmarks = self._landmarks(rel, words, set(chosen) | exclude)
+            if landmarks is None:
+                return []
+            kept = chooser.locate(chosen, rel, landmarks)
+            if kept is not None:
+                chosen = kept
+        if len(chosen) > 1 and (ref.modifiers or ref.ordinal) and not keep_many:
+            kept = chooser.by_modifiers(chosen, ref.modifiers, ref.ordinal)
+            if kept is not None:
+                chosen = kept
+        return chosen
+
+    def _landmarks(self, rel: str, words: list[str], exclude: set[str]) -> list[str] | None:
+        """The ids a locating phrase names ("the plate and the ramekin" for "between")."""
+        if rel == "between":
+            parts = self._split_coordination(NounPhrase(words))
+            out = [e for p in parts for e in self.ground_np(NounPhrase(p), "target", exclude)]
+            return out if len(out) == len(parts) and out else None
+        ids = self.ground_np(NounPhrase(words), "target", exclude)
+        return ids or None
+
+    def _ground_exception(self, words: list[str], base: list[str], among: list[str]
+                          ) -> list[str] | None:
+        """The ids "except the red one" removes from `among` ("one" stands for the base's
+        head noun)."""
+        head = head_noun(base)
+        swapped = [singular(head) if w in {"one", "ones"} and head else w for w in words]
+        ref = analyse(swapped)
+        ranked = self.g.rank(ref.name, among)
+        if not ranked or ranked[0][1] < _ACCEPT:
+            self.problems.append(f"the exception '{' '.join(words)}' matches none of "
+                                 f"{', '.join(among)}")
+            return None
+        ties = [e for e, sc in ranked if sc >= ranked[0][1] - 0.02]
+        if ref.selects_many or singular(ref.name[-1]) != ref.name[-1]:
+            return ties
+        chosen = self._choose(ties, ref, "object", set())
+        if len(chosen) > 1:
+            self.problems.append(f"the exception '{' '.join(words)}' is ambiguous: "
+                                 f"{', '.join(chosen)}")
+            return None
+        return chosen
 
     def _pool(self, role: str) -> list[str]:
         ents = self.g.entities
@@ -149,8 +251,14 @@ class InstructionGrounder:
 
     # -- targets ------------------------------------------------------------------------
 
-    def _child_region(self, ent: str, prefer: set[str]) -> str | None:
+    def _child_region(self, ent: str, prefer: frozenset[str] | set[str],
+                      inner: bool | None = None) -> str | None:
+        """The part of `ent` a relation means: the one whose words the relation prefers, or the
+        only one; `inner` keeps only parts one puts things in (True) or on (False)."""
         regions = [c for c in self.g.children(ent) if self.g.is_region(c)]
+        if inner is not None:
+            regions = [r for r in regions if self.g.is_inner(r) == inner] or (
+                regions if not inner else [])
         if not regions:
             return None
         scored = sorted(regions, key=lambda r: -len(self.g.words(r) & prefer))
@@ -161,15 +269,18 @@ class InstructionGrounder:
     def resolve_target(self, relation: str, target: str) -> tuple[str, str]:
         """Predicate-level (relation, id): containers become their regions where needed."""
         if relation == "to":
-            relation = "in" if self._child_region(target, LEXICON.contain_words) else "on"
+            inner = self.g.is_inner(target) or self._child_region(
+                target, LEXICON.contain_words, inner=True) is not None
+            relation = "in" if inner else "on"
         if relation == "in" and not self.g.is_region(target):
-            region = self._child_region(target, LEXICON.contain_words)
+            region = self._child_region(target, LEXICON.contain_words, inner=True) or \
+                self._child_region(target, LEXICON.contain_words)
             if region:
                 return "in", region
         if relation == "on" and not self.g.is_region(target) and not self.g.is_movable(target):
             kind = self.g.kind(target)
             if kind not in {"surface"}:
-                region = self._child_region(target, LEXICON.on_words)
+                region = self._child_region(target, LEXICON.on_words, inner=False)
                 if region:
                     return "on", region
         return relation, target
@@ -200,9 +311,12 @@ class InstructionGrounder:
 
     def ground(self, instruction: str) -> ParseResult:
         result = ParseResult(instruction=instruction)
-        clauses = parse_instruction_clauses(instruction)
+        clauses, unread = parse_instruction(instruction)
+        self.problems.extend(unread)
         if not clauses:
-            result.problems.append("no action verb found in the instruction")
+            if not unread:
+                result.problems.append("no action verb found in the instruction")
+            result.problems.extend(self.problems)
             return result
         pending_pick: list[Goal] = []
         for clause in clauses:
@@ -215,11 +329,14 @@ class InstructionGrounder:
                                              text=clause.text))
                 self._mention(*ids)
                 continue
+            locator = None
+            if clause.source is not None:
+                locator = (clause.source_relation, clause.source.words)
             if clause.verb == "place" and clause.obj is not None and clause.obj.is_pronoun \
                     and pending_pick:
                 objs = [pending_pick[-1].obj]
             else:
-                objs = self.ground_np(clause.obj, "object")
+                objs = self.ground_np(clause.obj, "object", locator=locator)
             source = None
             if clause.source is not None:
                 src = self.ground_np(clause.source, "target", exclude=set(objs))
@@ -234,9 +351,19 @@ class InstructionGrounder:
                 continue
             # place: the object may be what was just picked ("pick X and place it in Y")
             self._mention(*objs)
-            if clause.target is None or clause.relation is None:
+            if clause.relation is None:
                 self.problems.append(f"'{clause.text}' says where to put nothing")
                 continue
+            if clause.target is None:  # "open the drawer and put the bowl inside"
+                clause.target = NounPhrase(words=["it"])
+            if clause.target.words == ["_top"]:  # "... and the cream cheese on top"
+                below = next((g.obj for g in reversed(result.goals)
+                              if g.kind in {"pick_place", "push"} and g.obj not in objs), None)
+                if below is None:
+                    self.problems.append(f"'{clause.text}': on top of what?")
+                    continue
+                self._mention(below)
+                clause.target = NounPhrase(words=["it"])
             relation = clause.relation
             targets = self.ground_np(clause.target, "target", exclude=set(objs))
             if not targets:

@@ -42,6 +42,21 @@ class Lexicon:
     on_words: frozenset[str]
     composite_verbs: frozenset[str]
     containers: frozenset[str]
+    layout_directions: dict[str, tuple[float, float]]
+    middle_words: frozenset[str]
+    ordinals: dict[str, int]
+    superlatives: dict[str, str]
+    locators: tuple[tuple[tuple[str, ...], str], ...]  # longest phrase first
+    fillers: frozenset[str]
+    exceptions: frozenset[str]
+    universal: frozenset[str]
+    place_pronouns: frozenset[str]
+    inner_part_words: frozenset[str]
+
+    @property
+    def spatial_words(self) -> frozenset[str]:
+        """Words that pick one of several alike entities by where it is."""
+        return frozenset(self.layout_directions) | self.middle_words
 
     def words_of(self, verb: str) -> frozenset[str]:
         """The words that express one canonical verb."""
@@ -54,17 +69,26 @@ def load_lexicon(path: str | Path = LEXICON_PATH) -> Lexicon:
     sets = {k: frozenset(raw[k]) for k in (
         "determiners", "quantifiers", "pronouns", "connectors", "sequencing_connectors",
         "verbs_needing_an_object", "source_words", "order_words", "closable", "switchable",
-        "contain_words", "on_words", "composite_verbs", "containers")}
+        "contain_words", "on_words", "composite_verbs", "containers", "middle_words", "fillers",
+        "exceptions", "universal", "place_pronouns", "inner_part_words")}
     relations = sorted(((tuple(p.split()), rel) for p, rel in raw["relations"]),
                        key=lambda r: -len(r[0]))
+    locators = sorted(((tuple(p.split()), rel) for p, rel in raw["locators"]),
+                      key=lambda r: -len(r[0]))
     return Lexicon(
         verb_words={w: canon for canon, words in raw["verbs"].items() for w in words},
         multiword=tuple((re.compile(p), r) for p, r in raw["multiword"]),
         relations=tuple(relations),
         numbers=dict(raw["numbers"]),
-        stop=sets["determiners"] | sets["quantifiers"] | frozenset(raw["extra_stop_words"]),
+        stop=sets["determiners"] | sets["quantifiers"] | sets["fillers"]
+        | frozenset(raw["extra_stop_words"]),
         synonyms=tuple(frozenset(g) for g in raw["synonyms"]),
         weak_synonyms=tuple(frozenset(g) for g in raw["weak_synonyms"]),
+        layout_directions={k: (float(v[0]), float(v[1]))
+                           for k, v in raw["layout_directions"].items()},
+        ordinals=dict(raw["ordinals"]),
+        superlatives=dict(raw["superlatives"]),
+        locators=tuple(locators),
         **sets,
     )
 

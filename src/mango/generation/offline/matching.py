@@ -49,6 +49,7 @@ class Grounder:
     def __init__(self, scene: SceneTask) -> None:
         self.scene = scene
         self.entities = scene.entities()
+        self._parents = {e: self._longest_prefix(e) for e in self.entities}
         self._names: dict[str, EntityNames] = {}
         for ent in self.entities:
             names: list[tuple[str, ...]] = []
@@ -60,11 +61,45 @@ class Grounder:
                 h = head_noun(words)
                 if h:
                     heads.append(h)
+            else:
+                part = self._part_name(ent)
+                if part is not None:
+                    names.append(part[0])
+                    heads.append(part[1])
             id_words = tuple(tokens_of(ent))
             names.append(id_words)
             if id_words:
                 heads.append(id_words[-1])
             self._names[ent] = EntityNames(ent, tuple(n for n in names if n), tuple(heads))
+
+    def _longest_prefix(self, ent: str) -> str | None:
+        best = None
+        for other in self.entities:
+            if other != ent and ent.startswith(other + "_") and (
+                best is None or len(other) > len(best)
+            ):
+                best = other
+        return best
+
+    def _part_name(self, ent: str) -> tuple[tuple[str, ...], str] | None:
+        """How people call an undescribed part of a fixture, read from the id structure and the
+        owner's kind: a closable fixture's `top_region` is its "top drawer", a `*_contain_region`
+        a compartment, a `top_side` its top ("the top drawer of the cabinet")."""
+        owner = self._parents.get(ent)
+        if owner is None or not (self.kind(ent) == "region" or ent.endswith(("_region", "_side"))):
+            return None
+        suffix = [w for w in tokens_of(ent[len(owner) + 1 :]) if w != "init"]
+        desc = self.scene.descriptions.get(owner)
+        owner_words = [w for w in tokens_of(desc or owner) if w not in LEXICON.stop]
+        owner_heads = {singular(w) for w in (head_noun(owner_words),) if w}
+        if suffix and suffix[-1] == "side":
+            return (*suffix, *owner_words), suffix[0]
+        inner = set(suffix) & LEXICON.inner_part_words
+        if suffix and suffix[-1] == "region" and not inner and owner_heads & LEXICON.closable:
+            return (*suffix[:-1], "drawer", *owner_words), "drawer"
+        if inner:
+            return (*suffix, "compartment", *owner_words), "compartment"
+        return (*suffix, *owner_words), suffix[-1] if suffix else "region"
 
     # -- kinds and structure ------------------------------------------------------------
 
@@ -82,13 +117,28 @@ class Grounder:
 
     def parent(self, ent: str) -> str | None:
         """The longest other id that prefixes this one (basket_1 for basket_1_contain_region)."""
-        best = None
-        for other in self.entities:
-            if other != ent and ent.startswith(other + "_") and (
-                best is None or len(other) > len(best)
-            ):
-                best = other
-        return best
+        return self._parents.get(ent)
+
+    def is_inner(self, ent: str) -> bool:
+        """A place things go *in* (a drawer, a compartment, a basket's inside), not on."""
+        return not ent.endswith("_side") and bool(self.words(ent) & LEXICON.inner_part_words)
+
+    def position(self, ent: str) -> tuple[float, float] | None:
+        """The table-frame position the scene's layout gives, else the owner's or support's."""
+        seen: set[str] = set()
+        node: str | None = ent
+        while node is not None and node not in seen:
+            seen.add(node)
+            entry = self.scene.layout.get(node)
+            if entry is not None and entry.position is not None:
+                return entry.position
+            node = self.parent(node)
+        return None
+
+    def support(self, ent: str) -> str | None:
+        """What the layout says the entity starts on or in."""
+        entry = self.scene.layout.get(ent)
+        return entry.on if entry is not None else None
 
     def children(self, ent: str) -> list[str]:
         return [e for e in self.entities if e != ent and self.parent(e) == ent]

@@ -14,6 +14,7 @@ from mango.generation.offline.checks import compliance_issues, grounding_issues,
 from mango.generation.offline.grounding import ground_instruction
 from mango.generation.offline.plan import LibraryBinder, build_plan
 from mango.generation.offline.verdicts import report
+from mango.llm.backend import Refusal
 
 
 def _invalid() -> AssessorReport:
@@ -24,6 +25,9 @@ def generate(ctx: dict[str, Any]) -> OracleCandidate:
     scene = SceneTask.model_validate(ctx["scene"])
     instruction = ctx["instruction"]
     parsed = ground_instruction(instruction, scene)
+    if parsed.problems or not parsed.goals:
+        raise Refusal(f"cannot read '{instruction}': "
+                      + "; ".join(parsed.problems or ["it asks for nothing"]))
     binder = LibraryBinder(ctx.get("atomic_oracle_library") or [],
                            ctx.get("atomic_library") or [], ctx.get("functions"))
     return build_plan(instruction, parsed.goals, binder)

@@ -37,6 +37,7 @@ class Clause:
     verb: str  # canonical verb
     obj: NounPhrase | None
     source: NounPhrase | None = None
+    source_relation: str = "from"  # how the source locates the object: from, near, on, in
     relation: str | None = None
     target: NounPhrase | None = None
     sequential_after_previous: bool = False  # "then", "after that"
@@ -45,7 +46,8 @@ class Clause:
 
 def normalize_instruction(text: str) -> list[str]:
     s = text.lower().strip()
-    s = re.sub(r"[\"'`]", "", s)
+    s = re.sub(r"(\w)['\u2019]s\b", r"\1 _s", s)  # "the cabinet's drawer": see _noun_phrase
+    s = re.sub(r"[\"'`\u2019]", "", s)
     s = s.replace("&", " and ")
     s = re.sub(r"[;:.!?]", " , ", s)
     s = s.replace(",", " , ")
@@ -76,10 +78,12 @@ def _split_clauses(toks: list[str]) -> list[tuple[list[str], bool]]:
             j = i
             saw_then = False
             while j < len(toks) and toks[j] in LEXICON.connectors:
-                if toks[j] in LEXICON.sequencing_connectors:
+                if toks[j] in LEXICON.sequencing_connectors and not (
+                        toks[j] == "next" and j + 1 < len(toks) and toks[j + 1] == "to"):
                     saw_then = True
                 j += 1
-            if _starts_clause(toks, j):
+            # "then" always starts a clause, read or not ("..., then do the same with X")
+            if _starts_clause(toks, j) or (saw_then and j < len(toks)):
                 clauses.append((current, after))
                 current, after = [], saw_then
                 i = j
@@ -91,13 +95,41 @@ def _split_clauses(toks: list[str]) -> list[tuple[list[str], bool]]:
     return [(c, a) for c, a in clauses if c]
 
 
+def _locating_modifier(toks: list[str], i: int) -> bool:
+    """'on the left', 'at the back', 'in the middle' ending a noun phrase: a modifier of the
+    phrase before it, not a relation ('on the left plate' is a relation to a plate)."""
+    j = i + 1
+    while j < len(toks) and toks[j] in LEXICON.determiners:
+        j += 1
+    if j >= len(toks) or toks[j] not in LEXICON.spatial_words:
+        return False
+    nxt = toks[j + 1] if j + 1 < len(toks) else None
+    return nxt is None or nxt in LEXICON.connectors or nxt in {"and", ","} or (
+        nxt not in {"of", "side"} and any(tuple(toks[j + 1 : j + 1 + len(w)]) == w
+                                          for w, _ in LEXICON.relations))
+
+
 def match_relation(toks: list[str], i: int) -> tuple[str, int] | None:
     """(relation, number of words) of the relation phrase starting at `i`, if any."""
+    if i > 0 and toks[i - 1] in LEXICON.superlatives:
+        return None  # "the bowl closest to the plate" locates the bowl
     for words, rel in LEXICON.relations:
         if tuple(toks[i : i + len(words)]) == words:
-            # "on the left plate" is a noun phrase, "on the left of the plate" a relation
+            if len(words) == 1 and rel in {"on", "in", "to"} and _locating_modifier(toks, i):
+                return None
             return rel, len(words)
     return None
+
+
+def _later_relation(toks: list[str], i: int) -> bool:
+    """Whether another relation follows `i` before any 'and' or ',' (the first one then
+    locates the object: 'move the bowl beside the ramekin to the plate')."""
+    j = i
+    while j < len(toks) and toks[j] not in {"and", ","}:
+        if match_relation(toks, j) is not None:
+            return True
+        j += 1
+    return False
 
 
 def _noun_phrase(words: list[str]) -> NounPhrase | None:
@@ -105,6 +137,9 @@ def _noun_phrase(words: list[str]) -> NounPhrase | None:
         words = words[1:]
     while words and words[-1] in {"and", "then", ","}:
         words = words[:-1]
+    if "_s" in words:  # "the cabinet's top drawer" -> "the top drawer of the cabinet"
+        k = words.index("_s")
+        words = ["the", *words[k + 1 :], "of", *words[:k]]
     if not words:
         return None
     quantified = any(w in LEXICON.quantifiers for w in words)
@@ -134,9 +169,10 @@ def parse_clause(toks: list[str], after: bool) -> Clause | None:
     source = None
     relation = None
     target = None
+    source_relation = "from"
     i = 0
     while i < len(rest):
-        if rest[i] in LEXICON.source_words and obj_words:
+        if rest[i] in LEXICON.source_words and obj_words and not _locating_modifier(rest, i):
             j = i + 1
             while j < len(rest) and rest[j] == "of":
                 j += 1
@@ -147,20 +183,28 @@ def parse_clause(toks: list[str], after: bool) -> Clause | None:
             source = _noun_phrase(src)
             i = j
             continue
+        if rest[i] in LEXICON.place_pronouns and obj_words:
+            relation, target = "to", NounPhrase(words=["it"])  # "put the bowl there"
+            break
         m = match_relation(rest, i)
         if m is not None and obj_words:
             rel, n = m
             tail = rest[i + n :]
             if verb == "pick":
                 # a locator of the picked object ("the bowl next to the plate")
-                source = _noun_phrase(tail)
-            else:
-                relation, target = rel, _noun_phrase(tail)
+                source, source_relation = _noun_phrase(tail), rel
+                break
+            if rel in {"near", "on", "in", "to"} and _later_relation(rest, i + n):
+                obj_words.extend(rest[i : i + n])  # it locates the object; the later one is
+                i += n                             # where it goes
+                continue
+            relation, target = rel, _noun_phrase(tail)
             break
         obj_words.append(rest[i])
         i += 1
-    return Clause(verb=verb, obj=_noun_phrase(obj_words), source=source, relation=relation,
-                  target=target, sequential_after_previous=after, text=" ".join(toks))
+    return Clause(verb=verb, obj=_noun_phrase(obj_words), source=source,
+                  source_relation=source_relation, relation=relation, target=target,
+                  sequential_after_previous=after, text=" ".join(toks))
 
 
 def _gapped(clause: Clause, toks: list[str]) -> tuple[Clause, list[str]] | None:
@@ -179,11 +223,20 @@ def _gapped(clause: Clause, toks: list[str]) -> tuple[Clause, list[str]] | None:
     return None
 
 
-def parse_instruction_clauses(instruction: str) -> list[Clause]:
-    """Clauses of an instruction, in order; verb-less conjuncts repeat the previous verb."""
-    out = []
+def parse_instruction(instruction: str) -> tuple[list[Clause], list[str]]:
+    """Clauses of an instruction, in order, and what could not be read (naming the words);
+    verb-less conjuncts repeat the previous verb."""
+    out: list[Clause] = []
+    unread: list[str] = []
+    known = ", ".join(sorted(set(LEXICON.verb_words.values())))
     for toks, after in _split_clauses(normalize_instruction(instruction)):
         c = parse_clause(toks, after)
+        if c is None:
+            words = [t for t in toks if t not in LEXICON.connectors and t != "please"]
+            if words:
+                unread.append(f"'{' '.join(words)}': no action verb I can read in it "
+                              f"('{words[0]}'; actions: {known})")
+            continue
         while c is not None:
             split = _gapped(c, toks)
             if split is None:
@@ -192,4 +245,9 @@ def parse_instruction_clauses(instruction: str) -> list[Clause]:
             first, toks = split
             out.append(first)
             c = parse_clause(toks, False)
-    return out
+    return out, unread
+
+
+def parse_instruction_clauses(instruction: str) -> list[Clause]:
+    """Clauses of an instruction, in order; verb-less conjuncts repeat the previous verb."""
+    return parse_instruction(instruction)[0]

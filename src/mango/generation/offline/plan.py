@@ -21,6 +21,8 @@ from mango.generation.offline.skills import (
     skills_for_goal,
 )
 
+_SAME_CHECK = {"push_on": "place_on", "push_near": "place_near"}
+
 
 class LibraryBinder:
     """Maps a skill to an oracle of the (possibly foreign) library and substitutes it."""
@@ -48,6 +50,11 @@ class LibraryBinder:
                      + len(set(o.id.split("_")) & set(skill.split("_"))))
             if score > best_score:
                 best, best_score = o, score
+        if best is None and skill in _SAME_CHECK:
+            # a push ends where a placement ends (on the target, not held): the library's
+            # placing oracle checks it, whatever moved the object there
+            alt = _SAME_CHECK[skill]
+            best = next((o for o in self.oracles if skill_of_task(o) == alt), None)
         return best
 
     def bind(self, skill: str, values: list[str]) -> tuple[str, dict[str, str], str]:

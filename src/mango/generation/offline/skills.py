@@ -134,12 +134,19 @@ def offered(cond_or_skill: str, functions: dict[str, Any] | None) -> bool:
 
 def required_skills(instructions: list[str], functions: dict[str, Any] | None = None
                     ) -> list[str]:
-    """Atomic skills the instructions need (those the function library can observe)."""
+    """Atomic skills the instructions need (those the function library can observe), and
+    the skills that establish their pre-conditions: closing needs a drawer open, so a library
+    that closes also opens (a task whose drawer starts closed says "open ... and put ...")."""
     req: list[str] = []
     for ins in instructions:
         for s in instruction_skills(ins):
             if s not in req and offered(s, functions):
                 req.append(s)
+    for s in req:  # grows while it is walked: the closure
+        for pre in SKILLS[s].pre:
+            maker = next((k for k, sk in SKILLS.items() if sk.effect == pre), None)
+            if maker is not None and maker not in req and offered(maker, functions):
+                req.append(maker)
     return req
 
 
