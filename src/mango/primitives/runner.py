@@ -122,8 +122,8 @@ class SimPrimitives:
         return seen.found, seen.why
 
     # ----------------------------------------------------------------- primitives
-    def grasp(self, phrase: str) -> GraspOutcome:
-        return self.executor.grasp(phrase)
+    def grasp(self, phrase: str, destination: PlaceRequest | None = None) -> GraspOutcome:
+        return self.executor.grasp(phrase, destination)
 
     def place(self, req: PlaceRequest, object_phrase: str | None = None) -> PlaceOutcome:
         return self.executor.place(req, object_phrase)
