@@ -91,7 +91,7 @@ def main() -> None:
     plan_times: list[float] = []
     t_start = time.perf_counter()
     for sc in scenes:
-        env = SimEnv(sc, args.start, cameras=("front",), image_size=(640, 480))
+        env = SimEnv(sc, args.start, cameras=("front", "wrist"), image_size=(640, 480))
         be = make_backend(PerceptionConfig(backend=args.perception, scene=sc))
         try:
             for seed in range(args.start, args.start + args.seeds):

@@ -173,6 +173,7 @@ class PrimitiveExecutor:
         self.width_cmd = GRIPPER_OPEN
         self.last_frame: RGBDFrame | None = None  # what the last detection saw
         self.held_detection: Detection | None = None  # the held object before its grasp
+        self._into: KnownFixture | None = None  # the known fixture the place goes into
         self._rows_total = self._rows_done = 0
         self._phase = ""
         # the last detection of each object (entity id, or phrase without one): an object the
@@ -419,6 +420,7 @@ class PrimitiveExecutor:
             if anchor is None:
                 raise LookupError(f"'{req.anchor}' matches nothing in view: "
                                   f"{seen.why.get(req.anchor, 'nothing matched')}")
+        self._into = None
         if req.kind == "in":
             assert anchor is not None
             m = self.ports.measure()
@@ -429,6 +431,7 @@ class PrimitiveExecutor:
                 fx = dataclasses.replace(fx, drawer_q=drawer_q_from_box(fx, anchor))
             assert held.detection is not None
             radius = max(held.detection.size[0], held.detection.size[1]) / 2
+            self._into = fx
             return fixture_release(fx, radius, self.area.base), anchor
         if req.kind == "on":
             assert anchor is not None
@@ -590,6 +593,12 @@ class PrimitiveExecutor:
             if dest is None:
                 return False, f": '{req.anchor}' not seen after the release"
             objects["dest"] = _entity(dest)
+            if req.kind == "in" and self._into is not None:
+                # a known fixture's inside, where it is (a drawer pulled out; the camera
+                # may see neither it nor the cavity: the box it sees is the outside)
+                c, size = self._into.interior_box()
+                objects["dest"] = EntityState(position=tuple(c), size=tuple(size),
+                                              orientation=(1.0, 0.0, 0.0, 0.0))
             if req.kind == "on" and self.last_frame is not None:
                 # judged against the surface around the object, not the box's highest part
                 r = max(obj.size[0], obj.size[1]) / 2

@@ -219,6 +219,24 @@ class KnownFixture:
                                                "q_closed": 0.0, "q_init": 0.0,
                                                "range": (-0.3, 0.0)}})
 
+    def interior_box(self) -> tuple[np.ndarray, np.ndarray]:
+        """World axis-aligned box (centre, size) of the inside: the microwave's cavity, the
+        cabinet's bottom drawer where it is (pulled out by -`drawer_q`)."""
+        hx, hy, hz = self._half
+        if self.shape == "microwave":
+            lo = np.array([-hx, -hy + WALL, -hz + WALL])
+            hi = np.array([hx - WALL, hy - WALL, hz - WALL])
+        else:
+            e = self._spec()
+            dx, dy, dz = drawer_half(e)
+            zc, q = drawer_local(e)[2], self.drawer_q or 0.0
+            lo, hi = np.array([q - dx, -dy, zc - dz]), np.array([q + dx, dy, zc + dz])
+        corners = [self.world((x, y)) for x in (lo[0], hi[0]) for y in (lo[1], hi[1])]
+        xy0, xy1 = np.min(corners, axis=0), np.max(corners, axis=0)
+        c = np.array([(xy0[0] + xy1[0]) / 2, (xy0[1] + xy1[1]) / 2,
+                      self.centre[2] + (lo[2] + hi[2]) / 2])
+        return c, np.array([xy1[0] - xy0[0], xy1[1] - xy0[1], hi[2] - lo[2]])
+
     def contains(self, xy: Sequence[float]) -> bool:
         lx, ly = self.local(xy)
         hx, hy, _ = self._half
@@ -295,7 +313,8 @@ def overhead_blockers(det: Detection, others: Sequence[Detection],
         return out
     reach = opening / 2 + 0.01
     for o in others:
-        if o.mask is None or o is det or (o.entity_id and o.entity_id == det.entity_id):
+        if o.mask is None or o is det or (o.entity_id and o.entity_id == det.entity_id) \
+                or o.camera != frame.camera:
             continue
         if any(o.entity_id and o.entity_id == fx_id for fx_id, _, _ in out):
             continue
@@ -452,6 +471,8 @@ def surface_height(det: Detection, frame: RGBDFrame, xy: Sequence[float], inner:
     `xy`: the surface an object stands on there. A box's top is its highest part (a stove's
     knobs and rim, 5 cm above its plate); None without a mask, depth or points there."""
     if det.mask is None or frame.depth is None or frame.intrinsics is None or frame.pose is None:
+        return None
+    if det.camera != frame.camera:  # seen through another camera: its mask is not this frame's
         return None
     pts = to_world(back_project(frame.depth, frame.intrinsics, det.mask), frame.pose)
     d = np.hypot(pts[:, 0] - xy[0], pts[:, 1] - xy[1])
