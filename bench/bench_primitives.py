@@ -91,7 +91,7 @@ def main() -> None:
     plan_times: list[float] = []
     t_start = time.perf_counter()
     for sc in scenes:
-        env = SimEnv(sc, args.start, cameras=("front",), image_size=(640, 480))
+        env = SimEnv(sc, args.start, cameras=("front", "wrist"), image_size=(640, 480))
         be = make_backend(PerceptionConfig(backend=args.perception, scene=sc))
         try:
             for seed in range(args.start, args.start + args.seeds):
@@ -106,13 +106,14 @@ def main() -> None:
                             t = _plan_time(prims, phrase)
                             if t is not None:
                                 plan_times.append(t)
-                        g = prims.grasp(phrase)
+                        req = parse_destination(text) if text is not None else None
+                        g = prims.grasp(phrase, req)
                         row = {"scene": sc.name, "seed": seed, "object": obj, "phrase": phrase,
                                "kind": kind, "destination": text, "grasp": g.status,
                                "grasp_entity": g.entity_id, "grasp_ok": g.grasped and
                                g.entity_id == obj, "grasp_message": g.message}
                         if g.grasped and text is not None:
-                            p = prims.place(parse_destination(text), phrase)
+                            p = prims.place(req, phrase)
                             row.update(place=p.status, satisfied=p.satisfied,
                                        truth=p.satisfied_truth, place_message=p.message)
                         runs.append(row)

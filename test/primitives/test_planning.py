@@ -1,23 +1,34 @@
 """Grasp and place planning from detections (no simulator): the destination phrasing, the
-footprint's narrow side, the opening, and the occupancy grid's free cells."""
+footprint's narrow side, the opening, the occupancy grid's free cells, and when (and how) a
+grasp comes from the side and a place goes in horizontally."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
 from mango.errors import InputError
-from mango.perception.base import Detection
+from mango.perception.base import CameraPose, Detection, Intrinsics, RGBDFrame
 from mango.primitives.planning import (
     GRIPPER_OPEN,
+    HAND_HALF_SPAN,
     PRE_GRASP,
+    PRE_SIDE,
     RELEASE_CLEARANCE,
+    GraspScene,
+    KnownFixture,
     TableArea,
+    choose_grasp,
     container_target,
+    drawer_q_from_box,
     empty_space_target,
+    fixture_release,
     footprint_extents,
+    grasp_options,
+    overhead_blockers,
     parse_destination,
     plan_grasp,
     surface_target,
@@ -124,3 +135,131 @@ def test_no_free_space_is_a_reason() -> None:
     wall = _det((0.0, 0.0, 0.95), (1.0, 1.2, 0.1), eid="slab")
     with pytest.raises(ValueError, match="no free table space on the table"):
         empty_space_target(AREA, [wall], 0.03, None)
+
+
+# ---------------------------------------------------------------- side grasps
+# Geometry of the known fixtures is the sim builder's (mango.sim.parts / sim.build): a
+# microwave open at its -x face (LIBERO-10 task 9's turned -90 deg: open toward +y), a drawer
+# cabinet whose bottom drawer slides out along -x.
+
+def _microwave() -> KnownFixture:
+    return KnownFixture("microwave_1", "microwave", np.array([0.08, -0.3, 0.9 + 0.125]),
+                        math.radians(-90), (0.28, 0.34, 0.25))
+
+
+def _mug(xy, eid="mug_1") -> Detection:
+    return _det((xy[0], xy[1], 0.948), (0.065, 0.065, 0.08), 0.0, "the mug", eid)
+
+
+BASE = (-0.56, 0.0)
+
+
+def test_a_roof_overhead_chooses_a_side_grasp_out_of_the_opening() -> None:
+    mw = _microwave()
+    mug = _mug((0.06, -0.21))  # inside, 5 cm behind the opening (at y = -0.16)
+    plans = grasp_options(mug, GraspScene(fixtures=[mw], base=BASE))
+    plan = plans[0]
+    assert plan.approach == "side" and plan.retreat
+    # out of the cavity's opening: the hand points along the microwave's +x (world -y)
+    assert plan.direction == pytest.approx([0.0, -1.0, 0.0], abs=1e-9)
+    assert plan.pre_grasp == pytest.approx(plan.grasp - PRE_SIDE * plan.direction)
+    assert plan.grasp[2] >= plan.bottom + 0.03 and plan.width <= GRIPPER_OPEN
+    # fingers open horizontally across the approach
+    assert math.cos(plan.opening_yaw - math.atan2(-1.0, 0.0)) == pytest.approx(0, abs=1e-9)
+    assert "top-down blocked by 'microwave_1' overhead" in plan.reason
+    assert "back out along it before lifting" in plan.reason
+    # fall-backs: from the base, then across; every one a side grasp
+    assert len(plans) >= 2 and all(p.approach == "side" for p in plans)
+    assert plans[1].direction == pytest.approx([1.0, -0.21 / 0.62, 0] / np.hypot(1, 0.21 / 0.62),
+                                               abs=1e-6)
+
+
+def test_nothing_overhead_keeps_the_top_down_grasp() -> None:
+    mug = _mug((0.04, 0.0))  # on the open table next to the microwave
+    plan = choose_grasp(mug, GraspScene(fixtures=[_microwave()], base=BASE))
+    top = plan_grasp(mug)
+    assert plan.approach == "top" and plan.direction is None and not plan.retreat
+    assert plan.grasp == pytest.approx(top.grasp) and plan.pre_grasp == pytest.approx(top.pre_grasp)
+    assert plan.opening_yaw == top.opening_yaw and plan.width == top.width
+
+
+def test_an_insertion_into_a_microwave_is_prepared_by_a_side_grasp_along_its_axis() -> None:
+    mw = _microwave()
+    plan = choose_grasp(_mug((0.04, 0.0)), GraspScene(fixtures=[mw], base=BASE, insert_into=mw))
+    assert plan.approach == "side" and not plan.retreat
+    assert plan.direction == pytest.approx(mw.into)
+    assert "horizontal insertion" in plan.reason
+
+
+def test_a_side_grasp_of_an_object_wider_than_the_hand_is_refused() -> None:
+    box = _det((0.06, -0.21, 0.95), (0.12, 0.1, 0.08), 0.0, "the box", "box_1")
+    with pytest.raises(ValueError, match=r"side grasp needed .* wider than the hand opens"):
+        grasp_options(box, GraspScene(fixtures=[_microwave()], base=BASE))
+
+
+def _down_frame(surfaces, masks) -> RGBDFrame:
+    """A camera 2 m up looking straight down (optical x = world x, y = world -y): depth from
+    the highest surface (x0, y0, x1, y1, z) over each pixel, the table (0.9) elsewhere."""
+    n, f = 200, 200.0
+    intr = Intrinsics(width=n, height=n, fx=f, fy=f, cx=n / 2, cy=n / 2)
+    pose = CameraPose(np.array([0.0, 0.0, 2.0]), np.array([[1.0, 0, 0], [0, -1, 0], [0, 0, -1]]))
+    v, u = np.mgrid[0:n, 0:n]
+    depth = np.full((n, n), 1.1, np.float32)
+    for x0, y0, x1, y1, z in surfaces:
+        d = 2.0 - z
+        x, y = (u - n / 2) / f * d, -(v - n / 2) / f * d
+        inside = (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
+        depth = np.where(inside, np.minimum(depth, d), depth).astype(np.float32)
+    return RGBDFrame(camera="down", rgb=None, depth=depth, intrinsics=intr, pose=pose), \
+        [m(u, v, depth) for m in masks]
+
+
+def test_detected_depth_overhead_blocks_the_top_down_approach_an_open_basket_does_not() -> None:
+    mug = _mug((0.0, 0.0))  # top at 0.988
+    # a shelf board 12 cm above the mug, seen from above: its mask covers the mug's column
+    frame, (shelf_mask,) = _down_frame([(-0.15, -0.15, 0.15, 0.15, 1.11)],
+                                       [lambda u, v, d: d < 0.95])
+    shelf = Detection(phrase="the shelf", entity_id="shelf_1", label="shelf", score=1.0,
+                      box_2d=(0, 0, 200, 200), mask=shelf_mask, centroid=(0.0, 0.0, 1.1),
+                      size=(0.3, 0.3, 0.02), yaw=0.0, camera="down", stamp=0.0)
+    blockers = overhead_blockers(mug, [shelf], [], frame)
+    assert [(b[0], round(b[1], 2)) for b in blockers] == [("shelf_1", 1.11)]
+    plan = choose_grasp(mug, GraspScene(others=[shelf], base=BASE, frame=frame))
+    assert plan.approach == "side" and "'shelf_1' overhead" in plan.reason
+    # from the robot's base (no cavity says otherwise)
+    assert plan.direction == pytest.approx([1.0, 0.0, 0.0])
+    # an open basket around the mug: its rim is 10 cm away, nothing of it over the mug
+    frame, (rim_mask,) = _down_frame([(-0.11, -0.11, 0.11, 0.11, 0.99)],
+                                     [lambda u, v, d: (d < 1.02) & (np.hypot(u - 100, v - 100)
+                                                                    > 16)])
+    basket = dataclasses.replace(shelf, phrase="the basket", entity_id="basket_1",
+                                 mask=rim_mask, size=(0.22, 0.22, 0.09))
+    assert overhead_blockers(mug, [basket], [], frame) == []
+    assert choose_grasp(mug, GraspScene(others=[basket], base=BASE, frame=frame)).approach == "top"
+
+
+def test_into_a_microwave_is_a_horizontal_insertion_past_its_opening() -> None:
+    mw = _microwave()
+    t = fixture_release(mw, 0.045, BASE)
+    assert t.insert == pytest.approx(mw.into) and t.entity_id == "microwave_1"
+    lx, ly = mw.local(t.xy)
+    assert -0.14 + 0.045 + 0.02 <= lx <= 0.14 - 0.045  # wholly past the opening, off the back
+    assert abs(ly) <= 0.17 - HAND_HALF_SPAN  # the hand's span clear of the side walls
+    assert t.support_z == pytest.approx(0.9 + 0.008)  # the cavity's floor
+
+
+def test_into_an_open_drawer_is_top_down_into_its_exposed_part() -> None:
+    cab = KnownFixture("white_cabinet_1", "drawer_cabinet", np.array([0.19, 0.14, 1.03]), 0.0,
+                       (0.24, 0.26, 0.26), drawer_q=-0.2)
+    t = fixture_release(cab, 0.035, BASE)
+    assert t.insert is None
+    lx, _ = cab.local(t.xy)
+    # between the drawer's front wall (pulled 20 cm out) and the cabinet's front face
+    assert -0.2 - 0.11 + 0.035 < lx < -0.12 - 0.035
+    assert 0.9 < t.support_z < 0.93
+    shut = dataclasses.replace(cab, drawer_q=-0.02)
+    with pytest.raises(ValueError, match=r"open 0 cm past the cabinet's front.*open it first"):
+        fixture_release(shut, 0.035, BASE)
+    # how far it is open, from a detection of the whole cabinet (its box reaches past it)
+    box = _det((0.19 - 0.1, 0.14, 1.03), (0.44, 0.26, 0.26), eid="white_cabinet_1")
+    assert drawer_q_from_box(cab, box) == pytest.approx(-0.2)

@@ -53,7 +53,8 @@ def test_grasp_then_place_every_movable_object(name: str) -> None:
     with env:
         for e in (e for e in scene.entities if e.movable):
             phrase = _phrase(scene, e.id)
-            g = prims.grasp(phrase)
+            dest = parse_destination(_destination(scene, e.id))
+            g = prims.grasp(phrase, dest)  # knowing the destination, as pick-place does
             truth = env.world_state().fact(f"grasped({e.id})") is True
             assert g.grasped == truth, (e.id, g.message)  # measured, not assumed
             if min(e.size[0], e.size[1]) > GRIPPER_OPEN - 0.005:
@@ -65,7 +66,7 @@ def test_grasp_then_place_every_movable_object(name: str) -> None:
                 continue
             assert g.entity_id == e.id and g.width is not None and g.width > 0.003
             grasped += 1
-            p = prims.place(parse_destination(_destination(scene, e.id)), phrase)
+            p = prims.place(dest, phrase)
             assert env.world_state().fact(f"grasped({e.id})") is False  # it was let go
             if p.status == "succeeded" and p.satisfied_truth:
                 placed += 1

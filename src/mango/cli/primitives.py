@@ -78,7 +78,7 @@ def _parse_destination(text: str) -> Any:
 def _grasp_json(g: Any) -> dict[str, Any]:
     return {"status": g.status, "entity_id": g.entity_id, "grasped": g.grasped,
             "message": g.message, "width": None if g.width is None else round(g.width, 4),
-            "finger_contacts": g.finger_contacts}
+            "finger_contacts": g.finger_contacts, "approach": g.approach}
 
 
 def _place_json(p: Any) -> dict[str, Any]:
@@ -113,7 +113,7 @@ def pick_place(
     req = _parse_destination(destination)
     s = _open(scene, seed, perception, camera)
     try:
-        g = s.prims.grasp(obj)
+        g = s.prims.grasp(obj, req)
         if g.grasped:
             p = s.prims.place(req, obj)
         else:
@@ -182,7 +182,7 @@ def place(
                       "give --object", 2)
             ent = s.env.scene.entity(first)
             obj = ent.description or first
-        g = s.prims.grasp(obj)
+        g = s.prims.grasp(obj, req)
         if not g.grasped:
             _fail(f"could not grasp '{obj}' before placing: {g.message}", 1)
         p = s.prims.place(req, obj)

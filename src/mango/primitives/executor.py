@@ -16,6 +16,7 @@ predicates) on a world state built from a fresh detection after the release.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -25,19 +26,25 @@ from typing import Literal
 import numpy as np
 
 from mango.errors import UnreachableError
+from mango.geometry import frame_quat, quat_to_mat, quat_yaw
 from mango.oracle.predicates import StateView, Thresholds, p_grasped, p_in, p_on
 from mango.oracle.world_state import EntityState, WorldState
 from mango.perception.base import Detection, RGBDFrame
 from mango.primitives.motion import WorldFrameIK, to_chunks
 from mango.primitives.planning import (
     GRIPPER_OPEN,
+    GraspPlan,
+    GraspScene,
+    KnownFixture,
     PlaceRequest,
     PlaceTarget,
     TableArea,
     container_target,
+    drawer_q_from_box,
     empty_space_target,
+    fixture_release,
     footprint_extents,
-    plan_grasp,
+    grasp_options,
     surface_height,
     surface_target,
 )
@@ -65,6 +72,8 @@ class GraspOutcome:
     detection: Detection | None = None
     hand_above_bottom: float = 0.0
     hand_pose: tuple[list[float], list[float]] | None = None  # measured: position, [w x y z]
+    approach: Literal["top", "side"] = "top"
+    direction: list[float] | None = None  # side: the horizontal axis the hand points along
 
 
 @dataclass
@@ -164,6 +173,7 @@ class PrimitiveExecutor:
         self.width_cmd = GRIPPER_OPEN
         self.last_frame: RGBDFrame | None = None  # what the last detection saw
         self.held_detection: Detection | None = None  # the held object before its grasp
+        self._into: KnownFixture | None = None  # the known fixture the place goes into
         self._rows_total = self._rows_done = 0
         self._phase = ""
         # the last detection of each object (entity id, or phrase without one): an object the
@@ -216,10 +226,52 @@ class PrimitiveExecutor:
         return "failed", f"{self._phase} failed: {r.message}"
 
     # ----------------------------------------------------------------- grasp
-    def grasp(self, phrase: str) -> GraspOutcome:
+    def known_fixtures(self, world: WorldState | None = None) -> list[KnownFixture]:
+        """The scene file's microwaves and drawer cabinets at their measured pose and drawer
+        joint where a world state has them, else at the file's nominal pose."""
+        out: list[KnownFixture] = []
+        for e in self.scene.entities:
+            st = world.objects.get(e.id) if world is not None else None
+            if st is not None:
+                pos, yaw = st.position, quat_yaw(st.orientation)
+            else:
+                pos, yaw = (e.position[0], e.position[1],
+                            self.scene.table.height + e.size[2] / 2), None
+            q = None
+            if world is not None and e.joint is not None and e.joint.id in world.joints:
+                q = world.joints[e.joint.id].q
+            fx = KnownFixture.from_entity(e, pos, yaw, q)
+            if fx is not None:
+                out.append(fx)
+        return out
+
+    def _fixture_of(self, det: Detection | None,
+                    fixtures: Sequence[KnownFixture]) -> KnownFixture | None:
+        """The known fixture a detection is: by entity id, else the one under its centroid
+        (a backend that knows no ids)."""
+        if det is None:
+            return None
+        for fx in fixtures:
+            if det.entity_id is not None and fx.entity_id == det.entity_id:
+                return fx
+        if det.entity_id is None:
+            return next((fx for fx in fixtures if fx.contains(det.centroid)), None)
+        return None
+
+    def _fixture_phrases(self, held: str) -> list[str]:
+        """A phrase per scene fixture and device: what can stand over an object."""
+        return [p for e in self.scene.entities if e.kind != "object"
+                if (p := e.description or e.id.rsplit("_", 1)[0].replace("_", " ")) != held]
+
+    def grasp(self, phrase: str, destination: PlaceRequest | None = None) -> GraspOutcome:
+        """Grasp what `phrase` names; `destination`, where the place that follows is known
+        (a pick-and-place), lets a horizontal insertion be prepared by a side grasp."""
         self._rows_total = self._rows_done = 0
         self._phase_start("detect")
-        seen = self.detect([phrase])
+        extra = self._fixture_phrases(phrase)
+        if destination is not None and destination.anchor and destination.kind == "in":
+            extra.append(destination.anchor)
+        seen = self.detect(list(dict.fromkeys([phrase, *extra])))
         if seen.error is not None:
             return GraspOutcome("failed", None, False, f"perception: {seen.error}")
         det = seen.found.get(phrase)
@@ -228,25 +280,33 @@ class PrimitiveExecutor:
                                 f"'{phrase}' matches nothing in view: "
                                 f"{seen.why.get(phrase, 'nothing matched')}")
         self._phase_start("plan")
+        m0 = self.ports.measure()
+        fixtures = self.known_fixtures(m0.world)
+        into = None
+        if destination is not None and destination.kind == "in" and destination.anchor:
+            into = self._fixture_of(seen.found.get(destination.anchor), fixtures)
+        others = [d for p, d in seen.found.items() if p != phrase]
         try:
-            plan = plan_grasp(det)
+            plans = grasp_options(det, GraspScene(others, fixtures, self.area.base, seen.frame,
+                                                  into))
         except ValueError as exc:
             return GraspOutcome("rejected", det.entity_id, False, str(exc), detection=det)
-        m0 = self.ports.measure()
-        arm = self._arm(m0.q, self.width_cmd)
-        try:
-            quat = down_quat(arm.grip_yaw(plan.opening_yaw))
-            approach = self.transit.approach(arm, plan.pre_grasp, quat, plan.width)
-            approach += arm.line(plan.grasp, speed=arm.approach_speed)
-            close = arm.hold(0.15) + arm.hold(0.7, CLOSED)
-            lift = arm.line(np.array([plan.grasp[0], plan.grasp[1], self.travel_z]),
-                            speed=arm.approach_speed)
-            lift += arm.hold(0.2)
-        except (ExpertError, UnreachableError) as exc:
+        why: list[str] = []
+        for plan in plans:  # the first whose motion the arm can follow
+            arm = self._arm(m0.q, self.width_cmd)
+            try:
+                approach, close, lift = (self._side_grasp_rows(arm, plan)
+                                         if plan.approach == "side"
+                                         else self._top_grasp_rows(arm, plan))
+                break
+            except (ExpertError, UnreachableError) as exc:
+                why.append(f"{plan.reason}: {exc}")
+        else:
             return GraspOutcome("rejected", det.entity_id, False,
-                                f"grasp of '{phrase}' unreachable: {exc}", detection=det)
+                                f"grasp of '{phrase}' unreachable ({'; '.join(why)})",
+                                detection=det)
         self._rows_total = len(approach) + len(close) + len(lift)
-        log.debug("grasp plan: %d rows to the object", len(approach))
+        log.debug("grasp plan (%s): %d rows to the object", plan.reason, len(approach))
         try:
             self._run(approach, "approach")
             self._run(close, "close")
@@ -257,11 +317,64 @@ class PrimitiveExecutor:
             return GraspOutcome(status, det.entity_id, False, msg, m.width, detection=det,
                                 hand_pose=self._hand(m))
         out = self._judge_grasp(phrase, det, plan.hand_above_bottom)
+        if plan.approach == "side":
+            assert plan.direction is not None
+            out.approach = "side"
+            out.direction = [round(float(v), 4) for v in plan.direction]
+            out.message += f"; {plan.reason}"
         if out.grasped:
             self.held = out
         else:
             self._let_go()
         return out
+
+    def _top_grasp_rows(self, arm: PlannedArm, plan: GraspPlan
+                        ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+        """Pre-grasp above, straight down, close, lift to cruise height."""
+        quat = down_quat(arm.grip_yaw(plan.opening_yaw))
+        approach = self.transit.approach(arm, plan.pre_grasp, quat, plan.width)
+        approach += arm.line(plan.grasp, speed=arm.approach_speed)
+        close = arm.hold(0.15) + arm.hold(0.7, CLOSED)
+        lift = arm.line(np.array([plan.grasp[0], plan.grasp[1], self.travel_z]),
+                        speed=arm.approach_speed)
+        lift += arm.hold(0.2)
+        return approach, close, lift
+
+    def _side_grasp_rows(self, arm: PlannedArm, plan: GraspPlan
+                         ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+        """Above the pre-grasp with the hand as it is, down to it turning horizontal (a
+        horizontal hand cannot reach high), straight in along the axis, close; lift 5 cm, or
+        (overhead blocked) 1 cm, back out along the axis to the pre-grasp, then up. Of the
+        hand's two rolls about the axis, the first the arm can follow (one of them needs a
+        wrist flip on the way for many axes)."""
+        assert plan.direction is not None
+        q0, w0 = arm.q.copy(), arm.width
+        err: Exception | None = None
+        for roll in (1.0, -1.0):
+            try:
+                return self._side_grasp_roll(self._arm(q0, w0), plan, roll)
+            except (ExpertError, UnreachableError) as exc:
+                err = exc
+        assert err is not None
+        raise err
+
+    def _side_grasp_roll(self, arm: PlannedArm, plan: GraspPlan, roll: float
+                         ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+        assert plan.direction is not None
+        d = plan.direction
+        up = np.array([0.0, 0.0, 0.09])
+        approach = self.transit.approach(arm, plan.pre_grasp + up, arm.pose()[1], plan.width)
+        approach += arm.line(plan.pre_grasp, horizontal_quat(d, roll), speed=arm.approach_speed)
+        approach += arm.line(plan.grasp, speed=0.1)
+        close = arm.hold(0.15) + arm.hold(0.7, CLOSED)
+        if plan.retreat:
+            lift = arm.line(plan.grasp + np.array([0.0, 0.0, 0.01]), speed=0.05)
+            lift += arm.line(plan.pre_grasp + np.array([0.0, 0.0, 0.01]), speed=0.1)
+            lift += arm.line(plan.pre_grasp + np.array([0.0, 0.0, 0.05]), speed=0.1)
+        else:
+            lift = arm.line(plan.grasp + np.array([0.0, 0.0, 0.05]), speed=0.1)
+        lift += arm.hold(0.2)
+        return approach, close, lift
 
     def _judge_grasp(self, phrase: str, det: Detection, hand_above_bottom: float
                      ) -> GraspOutcome:
@@ -307,9 +420,19 @@ class PrimitiveExecutor:
             if anchor is None:
                 raise LookupError(f"'{req.anchor}' matches nothing in view: "
                                   f"{seen.why.get(req.anchor, 'nothing matched')}")
+        self._into = None
         if req.kind == "in":
             assert anchor is not None
-            return container_target(anchor), anchor
+            m = self.ports.measure()
+            fx = self._fixture_of(anchor, self.known_fixtures(m.world))
+            if fx is None:
+                return container_target(anchor), anchor
+            if fx.shape == "drawer_cabinet" and fx.drawer_q is None:
+                fx = dataclasses.replace(fx, drawer_q=drawer_q_from_box(fx, anchor))
+            assert held.detection is not None
+            radius = max(held.detection.size[0], held.detection.size[1]) / 2
+            self._into = fx
+            return fixture_release(fx, radius, self.area.base), anchor
         if req.kind == "on":
             assert anchor is not None
             return surface_target(anchor, self.last_frame), anchor
@@ -337,19 +460,22 @@ class PrimitiveExecutor:
             return PlaceOutcome("rejected", None, False, str(exc))
         self._phase_start("plan")
         release = target.release_hand(held.hand_above_bottom)
+        if target.insert is not None and held.approach != "side":
+            return PlaceOutcome("rejected", None, False,
+                                f"'{req.text}' has a roof over its inside: a horizontal "
+                                "insertion needs the object held from the side, and it is "
+                                "held from the top (grasp it knowing the destination: "
+                                "pick-place does)", destination_id=target.entity_id)
         m0 = self.ports.measure()
         arm = self._arm(m0.q, self.width_cmd)
         try:
-            _, quat = arm.pose()
-            carry = max(self.travel_z, float(release[2]) + 0.1)
-            approach = self.transit.transport(arm, np.array([release[0], release[1], carry]),
-                                              quat)
-            approach += arm.line(release, speed=arm.approach_speed)
-            approach += arm.hold(0.1)
-            let_go = arm.hold(0.5, min(GRIPPER_OPEN, m0.width + 0.025))
-            retreat = arm.line(np.array([release[0], release[1], carry]),
-                               speed=arm.approach_speed)
-            retreat += arm.hold(0.5)
+            if target.insert is not None:
+                approach, let_go, retreat = self._insert_rows(arm, release, target.insert,
+                                                              m0.width)
+            elif held.approach == "side":
+                approach, let_go, retreat = self._side_held_rows(arm, release, m0.width)
+            else:
+                approach, let_go, retreat = self._top_place_rows(arm, release, m0.width)
         except (ExpertError, UnreachableError) as exc:
             return PlaceOutcome("rejected", None, False,
                                 f"release point {np.round(release, 3).tolist()} unreachable: {exc}",
@@ -378,6 +504,70 @@ class PrimitiveExecutor:
         return PlaceOutcome("succeeded" if satisfied else "failed", hand[0], satisfied, msg,
                             truth, target.entity_id or dest_id, hand[1])
 
+    def _top_place_rows(self, arm: PlannedArm, release: np.ndarray, width: float
+                        ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+        """Carry at cruise height over the release, lower, open a little, back up."""
+        _, quat = arm.pose()
+        carry = max(self.travel_z, float(release[2]) + 0.1)
+        approach = self.transit.transport(arm, np.array([release[0], release[1], carry]), quat)
+        approach += arm.line(release, speed=arm.approach_speed)
+        approach += arm.hold(0.1)
+        let_go = arm.hold(0.5, min(GRIPPER_OPEN, width + 0.025))
+        retreat = arm.line(np.array([release[0], release[1], carry]), speed=arm.approach_speed)
+        retreat += arm.hold(0.5)
+        return approach, let_go, retreat
+
+    def _side_held_rows(self, arm: PlannedArm, release: np.ndarray, width: float
+                        ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+        """An object held from the side onto an open top: carried 8 cm above the release (a
+        horizontal hand cannot reach cruise height), lowered, let go, backed out along the
+        hand's axis, then up."""
+        p, quat = arm.pose()
+        d = quat_to_mat(quat)[:, 2].copy()
+        d[2] = 0.0
+        d /= max(float(np.linalg.norm(d)), 1e-9)
+        carry = max(float(p[2]), float(release[2]) + 0.08)
+        approach = self.transit.transport(arm, np.array([release[0], release[1], carry]), quat)
+        approach += arm.line(release, speed=arm.approach_speed)
+        approach += arm.hold(0.1)
+        let_go = arm.hold(0.5, min(GRIPPER_OPEN, width + 0.02))
+        back = release - 0.12 * d
+        retreat = arm.line(back, speed=0.1)
+        retreat += arm.line(back + np.array([0.0, 0.0, 0.08]), speed=arm.approach_speed)
+        retreat += arm.hold(0.5)
+        return approach, let_go, retreat
+
+    def _insert_rows(self, arm: PlannedArm, release: np.ndarray, d: np.ndarray, width: float
+                     ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+        """A horizontal insertion under a roof: to 15 cm before the release point at the
+        carrying height (hand turned to point along d), straight in, down onto the floor,
+        let go, straight back out 16 cm, then up with the hand turned down again."""
+        p, _ = arm.pose()
+        lift_z = max(float(release[2]) + 0.005, float(p[2]))
+        at = np.array([release[0], release[1], lift_z])
+        pre = at - 0.15 * d
+        q0, err = arm.q.copy(), None
+        for roll in (1.0, -1.0):  # the hand's roll about d the arm can reach (see grasp)
+            arm.q = q0.copy()
+            try:
+                approach = self.transit.transport(arm, pre, horizontal_quat(d, roll))
+                break
+            except (ExpertError, UnreachableError) as exc:
+                err = exc
+        else:
+            assert err is not None
+            raise err
+        approach += arm.line(at, speed=0.1)
+        approach += arm.line(release, speed=0.05)
+        approach += arm.hold(0.1)
+        let_go = arm.hold(0.5, min(GRIPPER_OPEN, width + 0.02))
+        back = release + np.array([0.0, 0.0, 0.005]) - 0.16 * d
+        retreat = arm.line(back, speed=0.1)
+        retreat += arm.line(back + np.array([0.0, 0.0, 0.08]), down_quat(arm.opening_yaw()),
+                            speed=arm.approach_speed)
+        retreat += arm.hold(0.3)
+        return approach, let_go, retreat
+
     def _judge_perceived(self, req: PlaceRequest, phrase: str, anchor: Detection | None,
                          target: PlaceTarget) -> tuple[bool, str]:
         phrases = [phrase] + ([req.anchor] if req.anchor and req.kind in ("in", "on") else [])
@@ -403,6 +593,12 @@ class PrimitiveExecutor:
             if dest is None:
                 return False, f": '{req.anchor}' not seen after the release"
             objects["dest"] = _entity(dest)
+            if req.kind == "in" and self._into is not None:
+                # a known fixture's inside, where it is (a drawer pulled out; the camera
+                # may see neither it nor the cavity: the box it sees is the outside)
+                c, size = self._into.interior_box()
+                objects["dest"] = EntityState(position=tuple(c), size=tuple(size),
+                                              orientation=(1.0, 0.0, 0.0, 0.0))
             if req.kind == "on" and self.last_frame is not None:
                 # judged against the surface around the object, not the box's highest part
                 r = max(obj.size[0], obj.size[1]) / 2
@@ -421,6 +617,15 @@ class PrimitiveExecutor:
         view = StateView(WorldState(t=t, objects=objects), Thresholds())
         off = float(np.hypot(obj.centroid[0] - target.xy[0], obj.centroid[1] - target.xy[1]))
         return p_on(view, "held", "table") and off < 0.05, f", {off * 100:.1f} cm from the spot"
+
+
+def horizontal_quat(d: Sequence[float], roll: float = 1.0) -> np.ndarray:
+    """The hand pointing along horizontal `d`, fingers opening horizontally; `roll` +1 or -1
+    picks which way up (the opening axis is roll * z x d)."""
+    z = np.array([d[0], d[1], 0.0], float)
+    z /= float(np.linalg.norm(z))
+    y = roll * np.array([-z[1], z[0], 0.0])
+    return frame_quat(np.cross(y, z), y, z)
 
 
 def _entity(det: Detection) -> EntityState:

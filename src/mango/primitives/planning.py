@@ -5,7 +5,15 @@ A grasp is planned from one `Detection` alone (what a perception node gives): to
 the major axis), the opening from the narrow extent. A place destination follows VoLo's
 phrasing ("in <container>", "on <surface>", "empty space next to <anchor>", "empty space on
 the table"): container/surface centres from their detections, empty space from an occupancy
-grid of every detected footprint plus a margin. Side grasps are not planned (see README).
+grid of every detected footprint plus a margin.
+
+Side grasps (`choose_grasp`): when something is overhead within the top-down corridor (a known
+fixture's roof: the microwave's, the cabinet's shelf over its drawer; or another detection's
+depth points above the object) or the place that follows needs a horizontal insertion (into
+a microwave), the hand comes horizontally from the free side: out of a cavity's opening, else
+from the robot's base. Known fixtures (`KnownFixture`) are the scene file's microwaves and
+drawer cabinets at their measured (or nominal) pose: where their roof, opening and (for a
+drawer) exposed interior are.
 """
 
 from __future__ import annotations
@@ -21,12 +29,20 @@ import numpy as np
 from mango.errors import InputError
 from mango.perception.base import Detection, RGBDFrame
 from mango.perception.geometry import back_project, to_world
+from mango.sim.parts import DRAWER_FRAC, WALL, drawer_half, drawer_local
+from mango.sim.scene import EntitySpec
 
 GRIPPER_OPEN = 0.08  # m, the Franka Hand's full opening
 FINGERTIP = 0.008  # m, pad bottoms below the TCP (as the sim's hand: sim.expert.arm)
 PRE_GRASP = 0.12  # m above the grasp point: the straight approach starts there
 RELEASE_CLEARANCE = 0.02  # m between the held object's bottom and the support at release
 GRIP_MARGIN = 0.02  # m of opening beyond the narrow extent before closing
+PRE_SIDE = 0.11  # m back along the approach axis: a side grasp's straight approach starts there
+SIDE_GRASP_MIN = 0.03  # m: a side grasp's pads at least this high above the object's bottom
+HAND_HALF_SPAN = 0.11  # m: the Franka Hand's half width along its opening axis, plus margin
+CORRIDOR = 0.02  # m: half width of the column the top-down approach sweeps over the object
+HAND_LENGTH = 0.2  # m above the TCP a vertical hand and wrist occupy
+Approach = Literal["top", "side"]
 
 PlaceKind = Literal["in", "on", "next_to", "table"]
 Side = Literal["any", "left", "right", "front", "behind"]
@@ -85,8 +101,9 @@ def footprint_extents(det: Detection) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class GraspPlan:
-    """Where a top-down grasp goes (world frame): hand at `grasp` with the fingers opening
-    along `opening_yaw` (mod pi), `width` open before closing, approach from `pre_grasp`."""
+    """Where a grasp goes (world frame): hand at `grasp` with the fingers opening along
+    `opening_yaw` (mod pi), `width` open before closing, a straight approach from
+    `pre_grasp`: from above (`top`) or horizontally along `direction` (`side`)."""
 
     entity_id: str | None
     grasp: np.ndarray
@@ -95,6 +112,10 @@ class GraspPlan:
     width: float
     narrow: float  # m, the object's extent across the fingers
     bottom: float  # m, the object's bottom (z) as perceived
+    approach: Approach = "top"
+    direction: np.ndarray | None = None  # side: the horizontal axis the hand points along
+    retreat: bool = False  # side, overhead blocked: back out along the axis before lifting
+    reason: str = ""  # why this approach (side grasps say what they avoid)
 
     @property
     def hand_above_bottom(self) -> float:
@@ -123,13 +144,306 @@ def plan_grasp(det: Detection) -> GraspPlan:
                      opening, opening_width, minor, bottom)
 
 
+def _yaw_rot(yaw: float) -> np.ndarray:
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([[c, -s], [s, c]])
+
+
+@dataclass(frozen=True)
+class KnownFixture:
+    """A scene file's microwave or drawer cabinet where it stands: its box centre (world),
+    yaw (rad), full size, and for a cabinet the drawer's joint value (q < 0 pulls it out
+    toward -x of the cabinet) where it was measured. Geometry is the sim builder's
+    (`sim.parts`): a microwave is open at its -x face, a cabinet's drawer slides along x."""
+
+    entity_id: str
+    shape: Literal["microwave", "drawer_cabinet"]
+    centre: np.ndarray
+    yaw: float
+    size: tuple[float, float, float]
+    drawer_q: float | None = None
+    spec: EntitySpec | None = None  # the scene file's entry (the builder's geometry reads it)
+
+    @classmethod
+    def from_entity(cls, e: EntitySpec, position: Sequence[float], yaw: float | None = None,
+                    drawer_q: float | None = None) -> KnownFixture | None:
+        """The fixture for a scene entity (None for other shapes) with its box centre at
+        `position` and heading `yaw` (rad; the scene file's when None)."""
+        if e.shape not in ("microwave", "drawer_cabinet"):
+            return None
+        return cls(e.id, e.shape, np.asarray(position, float),  # type: ignore[arg-type]
+                   math.radians(e.yaw) if yaw is None else yaw,
+                   (float(e.size[0]), float(e.size[1]), float(e.size[2])), drawer_q, e)
+
+    def local(self, xy: Sequence[float]) -> np.ndarray:
+        """A world xy point in the fixture's frame."""
+        return _yaw_rot(-self.yaw) @ (np.asarray(xy[:2], float) - self.centre[:2])
+
+    def world(self, local_xy: Sequence[float]) -> np.ndarray:
+        return self.centre[:2] + _yaw_rot(self.yaw) @ np.asarray(local_xy, float)
+
+    @property
+    def into(self) -> np.ndarray:
+        """Horizontal world direction into the fixture's opening (its +x axis)."""
+        return np.array([math.cos(self.yaw), math.sin(self.yaw), 0.0])
+
+    @property
+    def _half(self) -> tuple[float, float, float]:
+        return self.size[0] / 2, self.size[1] / 2, self.size[2] / 2
+
+    def roof_over(self, xy: Sequence[float]) -> float | None:
+        """Underside height of the fixture's part over `xy` (its roof; a cabinet's shelf
+        over the bottom drawer), None when nothing of it is overhead there."""
+        lx, ly = self.local(xy)
+        hx, hy, hz = self._half
+        if abs(lx) >= hx or abs(ly) >= hy:
+            return None
+        if self.shape == "microwave":
+            return float(self.centre[2] + hz - WALL)
+        return float(self.centre[2] - hz + WALL + self.size[2] * DRAWER_FRAC + 0.004)
+
+    def interior_floor(self) -> float:
+        """Height of the surface an object inside stands on (the cavity's or drawer's floor)."""
+        hz = self._half[2]
+        if self.shape == "microwave":
+            return float(self.centre[2] - hz + WALL)
+        e = self._spec()
+        return float(self.centre[2] + drawer_local(e)[2] - drawer_half(e)[2] + WALL)
+
+    def _spec(self) -> EntitySpec:
+        if self.spec is not None:
+            return self.spec
+        return EntitySpec.model_validate({
+            "id": self.entity_id, "kind": "fixture", "shape": self.shape, "size": self.size,
+            "position": (0.0, 0.0), "joint": {"id": f"{self.entity_id}_joint", "q_open": -0.1,
+                                               "q_closed": 0.0, "q_init": 0.0,
+                                               "range": (-0.3, 0.0)}})
+
+    def interior_box(self) -> tuple[np.ndarray, np.ndarray]:
+        """World axis-aligned box (centre, size) of the inside: the microwave's cavity, the
+        cabinet's bottom drawer where it is (pulled out by -`drawer_q`)."""
+        hx, hy, hz = self._half
+        if self.shape == "microwave":
+            lo = np.array([-hx, -hy + WALL, -hz + WALL])
+            hi = np.array([hx - WALL, hy - WALL, hz - WALL])
+        else:
+            e = self._spec()
+            dx, dy, dz = drawer_half(e)
+            zc, q = drawer_local(e)[2], self.drawer_q or 0.0
+            lo, hi = np.array([q - dx, -dy, zc - dz]), np.array([q + dx, dy, zc + dz])
+        corners = [self.world((x, y)) for x in (lo[0], hi[0]) for y in (lo[1], hi[1])]
+        xy0, xy1 = np.min(corners, axis=0), np.max(corners, axis=0)
+        c = np.array([(xy0[0] + xy1[0]) / 2, (xy0[1] + xy1[1]) / 2,
+                      self.centre[2] + (lo[2] + hi[2]) / 2])
+        return c, np.array([xy1[0] - xy0[0], xy1[1] - xy0[1], hi[2] - lo[2]])
+
+    def contains(self, xy: Sequence[float]) -> bool:
+        lx, ly = self.local(xy)
+        hx, hy, _ = self._half
+        return abs(lx) < hx and abs(ly) < hy
+
+
+def fixture_release(fx: KnownFixture, radius: float, base: Sequence[float]) -> PlaceTarget:
+    """Where an object of footprint radius `radius` goes "in" a known fixture.
+
+    Microwave (roof overhead): a horizontal insertion along `into`, the object fully past
+    the opening with 2 cm to spare, the hand's span clear of the side walls, the point
+    nearest the robot's base (the shortest reach for a horizontal hand). Drawer cabinet: top
+    down into the drawer's exposed part (the part pulled out past the cabinet's front);
+    `ValueError` when that part is too short for the object (the drawer closed or unmeasured).
+    """
+    hx, hy, _ = fx._half
+    b = fx.local(base)
+    if fx.shape == "microwave":
+        x_lo, x_hi = -hx + radius + 0.05, hx - WALL - radius - 0.01
+        y_lim = hy - WALL - HAND_HALF_SPAN
+        if x_lo > x_hi or y_lim < 0:
+            raise ValueError(f"'{fx.entity_id}' is too small inside for an object of radius "
+                             f"{radius * 100:.1f} cm held from the side")
+        local = np.array([x_lo, float(np.clip(b[1], -y_lim, y_lim))])
+        return PlaceTarget(fx.world(local), fx.interior_floor(), fx.entity_id, fx.into)
+    if fx.drawer_q is None:
+        raise ValueError(f"how far the drawer of '{fx.entity_id}' is open is unknown (no "
+                         "measured joint, no detection of it)")
+    e = fx._spec()
+    dx, dy, _ = drawer_half(e)
+    front, back = fx.drawer_q - dx + WALL, min(-hx, fx.drawer_q + dx - WALL)
+    free = back - front
+    if free < 2 * radius + 0.02:
+        raise ValueError(f"the drawer of '{fx.entity_id}' is open {max(0.0, free) * 100:.0f} "
+                         f"cm past the cabinet's front: too little for an object "
+                         f"{2 * radius * 100:.0f} cm across (open it first)")
+    y_lim = max(0.0, dy - WALL - radius - 0.01)
+    local = np.array([(front + back) / 2, float(np.clip(b[1], -y_lim, y_lim))])
+    return PlaceTarget(fx.world(local), fx.interior_floor(), fx.entity_id)
+
+
+def drawer_q_from_box(fx: KnownFixture, det: Detection) -> float:
+    """The drawer's joint value from a detection of the whole cabinet: its axis-aligned box
+    reaches past the cabinet's front by as much as the drawer is pulled out (a cabinet turned
+    by a multiple of 90 degrees, as the scenes have it)."""
+    d = fx.into[:2]
+    c = np.asarray(det.centroid[:2], float)
+    half = np.asarray(det.size[:2], float) / 2
+    # the box's extent behind and in front of the fixture centre along -into (toward the front)
+    reach_front = float(np.dot(fx.centre[:2] - c, d) + np.dot(np.abs(d), half))
+    return -max(0.0, reach_front - fx._half[0])
+
+
+def overhead_blockers(det: Detection, others: Sequence[Detection],
+                      fixtures: Sequence[KnownFixture], frame: RGBDFrame | None = None,
+                      opening: float = GRIPPER_OPEN
+                      ) -> list[tuple[str, float, KnownFixture | None]]:
+    """What is overhead within the top-down corridor over `det` below the pre-grasp hand's
+    top: (what, its underside height, the fixture or None). A known fixture's roof over the
+    centroid; or another detection's depth points above the object's top in the column the
+    hand sweeps (half the opening + 1 cm along, `CORRIDOR` across: an open container around
+    the object has none there, a shelf does)."""
+    cx, cy, cz = det.centroid
+    top = cz + det.size[2] / 2
+    ceiling = top + PRE_GRASP + HAND_LENGTH
+    out: list[tuple[str, float, KnownFixture | None]] = []
+    for fx in fixtures:
+        if fx.entity_id == det.entity_id:
+            continue
+        roof = fx.roof_over((cx, cy))
+        if roof is not None and top - 0.01 < roof < ceiling:
+            out.append((fx.entity_id, roof, fx))
+    if frame is None or frame.depth is None or frame.intrinsics is None or frame.pose is None:
+        return out
+    reach = opening / 2 + 0.01
+    for o in others:
+        if o.mask is None or o is det or (o.entity_id and o.entity_id == det.entity_id) \
+                or o.camera != frame.camera:
+            continue
+        if any(o.entity_id and o.entity_id == fx_id for fx_id, _, _ in out):
+            continue
+        pts = to_world(back_project(frame.depth, frame.intrinsics, o.mask), frame.pose)
+        near = (np.hypot(pts[:, 0] - cx, pts[:, 1] - cy) <= max(reach, CORRIDOR)) & \
+            (pts[:, 2] > top + 0.01) & (pts[:, 2] < ceiling)
+        if int(near.sum()) >= 20:
+            out.append((o.entity_id or o.phrase, float(np.min(pts[near, 2])), None))
+    return out
+
+
+def _extent_across(det: Detection, d: np.ndarray) -> float:
+    """The object's horizontal extent across horizontal direction d (from its world box)."""
+    return float(abs(d[1]) * det.size[0] + abs(d[0]) * det.size[1])
+
+
+def plan_side_grasp(det: Detection, direction: Sequence[float], reason: str,
+                    retreat: bool) -> GraspPlan:
+    """Horizontal grasp along `direction` (the hand pointing that way): pads vertical,
+    closing across the object's extent normal to it (opened to it + 2 cm, at most fully),
+    at mid-height (at least `SIDE_GRASP_MIN` above the bottom), approach from `PRE_SIDE`
+    back along the axis; refused when even the object's narrow side is wider than the hand."""
+    d = np.array([direction[0], direction[1], 0.0], float)
+    d /= float(np.linalg.norm(d))
+    across = _extent_across(det, d)
+    _major, minor = footprint_extents(det)
+    if minor > GRIPPER_OPEN - 0.005:
+        raise ValueError(f"'{det.phrase}' is {minor * 100:.1f} cm across its narrow side: "
+                         f"wider than the hand opens ({GRIPPER_OPEN * 100:.0f} cm)")
+    if across > GRIPPER_OPEN - 0.005:
+        # the box across this axis is wider than the hand, the body is not: a protrusion
+        # (a mug's handle) the opened fingers push aside; the measured grasp decides
+        reason += (f" (the box is {across * 100:.1f} cm across this axis, the body "
+                   f"{minor * 100:.1f} cm: fully open)")
+    cx, cy, cz = det.centroid
+    bottom = cz - det.size[2] / 2
+    grasp = np.array([cx, cy, max(cz, bottom + SIDE_GRASP_MIN)]) - 0.005 * d
+    width = min(GRIPPER_OPEN, across + GRIP_MARGIN)
+    return GraspPlan(det.entity_id, grasp, grasp - PRE_SIDE * d,
+                     math.atan2(d[1], d[0]) + math.pi / 2, width, across, bottom, "side", d,
+                     retreat, reason)
+
+
+@dataclass(frozen=True)
+class GraspScene:
+    """What besides the target decides a grasp's approach: the other detections (with the
+    frame they came from, for depth), the known fixtures, the robot base, and the fixture
+    the object is to be inserted into next (a pick-and-place into a microwave)."""
+
+    others: Sequence[Detection] = ()
+    fixtures: Sequence[KnownFixture] = ()
+    base: tuple[float, float] = (-0.56, 0.0)
+    frame: RGBDFrame | None = None
+    insert_into: KnownFixture | None = None
+
+
+def _unit(v: Sequence[float]) -> np.ndarray:
+    d = np.array([v[0], v[1]], float)
+    return d / max(float(np.linalg.norm(d)), 1e-9)
+
+
+def _side_directions(first: np.ndarray, base_dir: np.ndarray) -> list[np.ndarray]:
+    """Approach axes to try, best first: `first`, from the base, then across from either
+    side (any two less than 20 degrees apart count once)."""
+    rot = _yaw_rot(math.pi / 2)
+    out: list[np.ndarray] = []
+    for d in (first, base_dir, rot @ base_dir, -(rot @ base_dir)):
+        d = _unit(d)
+        if all(float(np.dot(d, o)) < math.cos(math.radians(20)) for o in out):
+            out.append(d)
+    return out
+
+
+def grasp_options(det: Detection, scene: GraspScene) -> list[GraspPlan]:
+    """The grasps to try for `det`, best first; each plan's `reason` says why its approach.
+
+    Top-down unless the scene needs a side grasp: something overhead in the top-down
+    corridor (`overhead_blockers`; the grasp then backs out along its axis before lifting),
+    approached out of a cavity's opening (a microwave's) or else from the robot's base; or
+    the place that follows is a horizontal insertion (`scene.insert_into`, a microwave),
+    approached along the insertion's axis so the carry keeps the hand as it is. A side
+    grasp's other axes (from the base, across from either side) follow as fall-backs for an
+    arm that cannot reach the first."""
+    blockers = overhead_blockers(det, scene.others, scene.fixtures, scene.frame)
+    base_dir = _unit(np.asarray(det.centroid[:2], float) - np.asarray(scene.base, float))
+    if blockers:
+        what, under, fx = min(blockers, key=lambda b: b[1])
+        first = fx.into[:2] if fx is not None and fx.shape == "microwave" else base_dir
+        why = (f"top-down blocked by '{what}' overhead "
+               f"{under - det.centroid[2] - det.size[2] / 2:.3f} m above the object's top "
+               "within the pre-grasp corridor")
+        retreat = True
+    elif scene.insert_into is not None and scene.insert_into.shape == "microwave":
+        first = scene.insert_into.into[:2]
+        why = (f"the place into '{scene.insert_into.entity_id}' is a horizontal insertion "
+               "(its top is closed)")
+        retreat = False
+    else:
+        plan = plan_grasp(det)
+        return [GraspPlan(plan.entity_id, plan.grasp, plan.pre_grasp, plan.opening_yaw,
+                          plan.width, plan.narrow, plan.bottom, reason="top-down")]
+    plans, wide = [], []
+    for d in _side_directions(first, base_dir):
+        how = "back out along it before lifting" if retreat else "lift"
+        reason = (f"side grasp: {why}; approach along {np.round(d, 2).tolist()}, {how}")
+        try:
+            plans.append(plan_side_grasp(det, d, reason, retreat))
+        except ValueError as exc:  # too wide across this axis: another may fit
+            wide.append(str(exc))
+    if not plans:
+        raise ValueError(f"side grasp needed ({why}) but {wide[0]} (and along every other "
+                         "axis tried)")
+    return plans
+
+
+def choose_grasp(det: Detection, scene: GraspScene) -> GraspPlan:
+    """The best of `grasp_options`."""
+    return grasp_options(det, scene)[0]
+
+
 @dataclass(frozen=True)
 class PlaceTarget:
-    """Release point: the held object's bottom goes to `support_z` + clearance under `xy`."""
+    """Release point: the held object's bottom goes to `support_z` + clearance under `xy`,
+    lowered from above, or slid in along `insert` where the destination has a roof."""
 
     xy: np.ndarray
     support_z: float
     entity_id: str | None  # the container/surface/anchor as perceived
+    insert: np.ndarray | None = None  # horizontal insertion along this (a roof overhead)
 
     def release_hand(self, hand_above_bottom: float) -> np.ndarray:
         return np.array([self.xy[0], self.xy[1],
@@ -157,6 +471,8 @@ def surface_height(det: Detection, frame: RGBDFrame, xy: Sequence[float], inner:
     `xy`: the surface an object stands on there. A box's top is its highest part (a stove's
     knobs and rim, 5 cm above its plate); None without a mask, depth or points there."""
     if det.mask is None or frame.depth is None or frame.intrinsics is None or frame.pose is None:
+        return None
+    if det.camera != frame.camera:  # seen through another camera: its mask is not this frame's
         return None
     pts = to_world(back_project(frame.depth, frame.intrinsics, det.mask), frame.pose)
     d = np.hypot(pts[:, 0] - xy[0], pts[:, 1] - xy[1])

@@ -7,7 +7,7 @@ same predicate on the physics, for judging perception itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -50,13 +50,18 @@ class SimPrimitives:
     """Grasp/place primitives on a `SimEnv`, seeing through one camera with one backend.
 
     `on_state` gets the world state after every control step (a trace writer); `transit`
-    plans the free-space legs (default: the IK ladder, `primitives.transit`)."""
+    plans the free-space legs (default: the IK ladder, `primitives.transit`). A phrase the
+    camera does not see is looked for again through `look_also`'s cameras the env renders
+    (the wrist camera sees into an open drawer the front camera's view of is blocked by
+    the cabinet)."""
 
     def __init__(self, env: SimEnv, backend: PerceptionBackend, camera: str = "front", *,
                  privileged: bool = True,
                  on_state: Callable[[WorldState], None] | None = None,
-                 transit: TransitPlanner | None = None) -> None:
+                 transit: TransitPlanner | None = None,
+                 look_also: Sequence[str] = ("wrist",)) -> None:
         self.env, self.backend, self.camera = env, backend, camera
+        self.look_also = [c for c in look_also if c in env.cameras and c != camera]
         self.privileged = privileged
         self.on_state = on_state
         base_pos, base_quat = env.robot_base_pose()
@@ -97,11 +102,21 @@ class SimPrimitives:
         return self.executor.held_detection
 
     # ----------------------------------------------------------------- ports
+    def _frame(self, camera: str) -> RGBDFrame:
+        frame = sim_frame(self.env, camera)
+        return frame if self.privileged else frame.without_privileged()
+
     def _detect(self, phrases: list[str]) -> Perceived:
-        frame = sim_frame(self.env, self.camera)
-        if not self.privileged:
-            frame = frame.without_privileged()
-        return detect_with(self.backend, frame, phrases)
+        seen = detect_with(self.backend, self._frame(self.camera), phrases)
+        for cam in self.look_also:
+            missing = [p for p in phrases if p not in seen.found]
+            if not missing:
+                break
+            more = detect_with(self.backend, self._frame(cam), missing)
+            seen = Perceived({**seen.found, **more.found},
+                             {p: w for p, w in seen.why.items() if p not in more.found},
+                             seen.frame)
+        return seen
 
     def _execute_chunk(self, chunk: np.ndarray) -> Executed:
         if self.on_state is None:
@@ -122,8 +137,8 @@ class SimPrimitives:
         return seen.found, seen.why
 
     # ----------------------------------------------------------------- primitives
-    def grasp(self, phrase: str) -> GraspOutcome:
-        return self.executor.grasp(phrase)
+    def grasp(self, phrase: str, destination: PlaceRequest | None = None) -> GraspOutcome:
+        return self.executor.grasp(phrase, destination)
 
     def place(self, req: PlaceRequest, object_phrase: str | None = None) -> PlaceOutcome:
         return self.executor.place(req, object_phrase)
