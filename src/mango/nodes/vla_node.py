@@ -178,7 +178,7 @@ class VlaNode(Node):
         if not self.chunk_client.wait_for_server(timeout_sec=self.obs_timeout):
             return finish(result.STATUS_FAILED, "execute_chunk action server not available")
         try:
-            self.policy.reset(goal.instruction)
+            self.policy.reset(goal.instruction, new_episode=not goal.continue_episode)
         except (PolicyError, InputError) as exc:
             return finish(result.STATUS_FAILED, f"policy: {exc}")
         while steps < max_steps:
