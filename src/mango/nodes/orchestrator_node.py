@@ -39,7 +39,7 @@ from mango.nodes.actions import ActionClient, action_server
 from mango.nodes.common import declare_parameters, positive, rate_param, run_node
 from mango.oracle.world_state import WorldState
 from mango.orchestrator.config import OrchestratorConfig
-from mango.orchestrator.loop import Orchestrator, TaskOutcome
+from mango.orchestrator.loop import HALTED_SPEED, Orchestrator, TaskOutcome
 from mango.orchestrator.ports import Observer, TaskCancelled
 from mango.orchestrator.schemas import EpisodeRecord, Subgoal
 from mango.orchestrator.tools import Interrupted, ToolResult
@@ -55,6 +55,7 @@ from mango_ros.srv import Detect, Halt
 FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
 RELEASE_S = 0.6  # how long a wrong object in the hand is given to fall free (as embedded)
 CLOSED_WIDTH = 0.0
+REST_WAIT_S = 1.0  # a hold counts from the hand at rest, or this long after the halt
 
 
 class RosPort:
@@ -266,20 +267,33 @@ class RosPort:
         return res
 
     def hold(self, seconds: float, observe: Observer) -> None:
-        """Halt (the controller holds position), then watch the world for `seconds`."""
+        """Halt (the controller holds position), then watch the world for `seconds` from
+        when the hand is at rest (a real arm takes a moment to stop; deliberation starts on
+        an arm held still), or from `REST_WAIT_S` after the halt if it never is."""
         self.tool = "halt"
         fut = self.halt_now()
         self._wait(fut, self.node.obs_timeout)
         t_end: float | None = None
-        deadline = time.monotonic() + seconds + self.node.obs_timeout
+        t_first: float | None = None
+        prev: tuple[float, np.ndarray] | None = None
+        deadline = time.monotonic() + seconds + REST_WAIT_S + self.node.obs_timeout
         try:
             while time.monotonic() < deadline:
                 st = self._next_state()
                 if st is None:
                     continue
-                t_end = st.t + seconds if t_end is None else t_end
                 observe(st)
-                if st.t + 1e-9 >= t_end:
+                t_first = st.t if t_first is None else t_first
+                hand = st.objects.get("robot_hand")
+                if t_end is None and hand is not None:
+                    p = np.asarray(hand.position, float)
+                    if prev is not None and st.t > prev[0] and float(np.linalg.norm(
+                            p - prev[1])) / (st.t - prev[0]) < HALTED_SPEED:
+                        t_end = st.t + seconds
+                    prev = (st.t, p)
+                if t_end is None and (hand is None or st.t - t_first >= REST_WAIT_S):
+                    t_end = st.t + seconds
+                if t_end is not None and st.t + 1e-9 >= t_end:
                     return
         finally:
             self.tool = ""
