@@ -325,7 +325,8 @@ class OrchestratorNode(Node):
             float(p["tool_timeout"])
         self.record_dir = Path(p["record_dir"]) if p["record_dir"] else None
         self.world_topic, self.detect_name = p["world_state_topic"], p["detect_service"]
-        self.latest: WorldState | None = None
+        self._latest_raw: bytes | None = None
+        self._latest: tuple[bytes, WorldState] | None = None
         self.joints: JointState | None = None
         self.port: RosPort | None = None
         self._orch: Orchestrator | None = None
@@ -355,16 +356,29 @@ class OrchestratorNode(Node):
         self.get_logger().info(f"execute_task on scene {self.scene.name}")
 
     # -------------------------------------------------------------- inputs
+    @property
+    def latest(self) -> WorldState | None:
+        """The latest world state (decoded on demand: an idle node decodes nothing)."""
+        raw = self._latest_raw
+        if raw is not None and (self._latest is None or self._latest[0] is not raw):
+            try:
+                self._latest = (raw, decode_world_state(raw))
+            except InputError:
+                return self._latest[1] if self._latest else None
+        return self._latest[1] if self._latest else None
+
     def _on_world(self, data: bytes) -> None:
+        self._latest_raw = data
+        port = self.port
+        if port is None:
+            return
         try:
             state = decode_world_state(data)
         except InputError as exc:
             self.get_logger().warning(f"world state skipped: {exc}")
             return
-        self.latest = state
-        port = self.port
-        if port is not None:
-            port.push(state)
+        self._latest = (data, state)
+        port.push(state)
 
     def _on_joints(self, msg: JointState) -> None:
         if set(self.robot.joint_names) <= set(msg.name):
