@@ -4,7 +4,9 @@ Action `run_policy` (RunPolicy): assemble the observation (latest front and wris
 joint state, gripper width; the world state for the expert), query the backend, execute the
 first `steps_per_chunk` actions of the chunk through `execute_chunk` (ExecuteChunk), repeat
 until the policy is done, `max_steps` actions ran, or the goal is cancelled (which cancels the
-chunk in flight). Parameters: `backend` (expert|openpi|openvla|lerobot), `preset` (default:
+chunk in flight). A goal with `continue_episode` goes on in the same episode (the policy's
+`new_episode=False`: the expert keeps its milestones and a fault that already struck), as an
+orchestrator's next subgoal does. Parameters: `backend` (expert|openpi|openvla|lerobot), `preset` (default:
 the backend's), backend options (`scene`, `fault`, `host`, `port`, `url`, `unnorm_key`,
 `checkpoint`, `device`, `timeout`, `libero_problem` — a LIBERO preset's world: the BDDL problem
 class, default the scene's), `robot` (kinematics for end-effector presets),
@@ -180,7 +182,7 @@ class VlaNode(Node):
         if not self.chunk_client.wait_for_server(timeout_sec=self.obs_timeout):
             return finish(result.STATUS_FAILED, "execute_chunk action server not available")
         try:
-            self.policy.reset(goal.instruction)
+            self.policy.reset(goal.instruction, new_episode=not goal.continue_episode)
         except (PolicyError, InputError) as exc:
             return finish(result.STATUS_FAILED, f"policy: {exc}")
         while steps < max_steps:

@@ -1,18 +1,21 @@
-"""The orchestration loop in the embedded sim (VoLo's phases): plan; monitor & route; halt and
-recover; one episode at a time.
+"""The orchestration loop (VoLo's phases): plan; monitor & route; halt and recover; one
+episode at a time, on a robot port (`ports`: the embedded sim, or the ROS stack through the
+orchestrator node): one routing implementation for both.
 
-The loop owns the clock: every control period goes through `_step`, which feeds the world
-state to the ground-truth detector (the run's measured truth), the verdict tracker and the
-monitor, and reads the monitor context at its rate. A signal stops the running tool at that
-boundary; the arm is then held still (`halt`) while the decider deliberates — for at least
-`halt_settle_s` and for as long as the decision took — and the decision is carried out.
-Every plan, signal, decision and tool run is a line of the JSONL episode record.
+Every world state a tool sees goes through `_observe`, which feeds it to the ground-truth
+detector (the run's measured truth), the verdict tracker and the monitor, and reads the
+monitor context at its rate. A signal stops the running tool at that boundary; the arm is
+then held still (`halt`) while the decider deliberates — for at least `halt_settle_s` and for
+as long as the decision took — and the decision is carried out. A `cancel()` from outside
+stops the task at the next boundary, the arm held. Every plan, signal, world event, decision
+and tool run is a line of the JSONL episode record.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,14 +37,10 @@ from mango.orchestrator.deciders import (
 from mango.orchestrator.events import WorldFailureDetector, detector_for
 from mango.orchestrator.monitors import GroundTruthMonitor, Monitor, NoMonitor, OracleMonitor
 from mango.orchestrator.planning import make_plan, subgoal_texts
+from mango.orchestrator.ports import RobotPort, SimPort, TaskCancelled
 from mango.orchestrator.schemas import Decision, EpisodeRecord, Plan, Signal, Subgoal, digest
-from mango.orchestrator.tools import HaltTool, Interrupted, PrimitiveTools, ToolResult, VlaTool
-from mango.perception.base import PerceptionConfig
-from mango.perception.registry import make_backend
-from mango.primitives.planning import GRIPPER_OPEN
-from mango.primitives.runner import MIN_HELD_WIDTH, SimPrimitives
-from mango.sim.env import SimEnv
-from mango.sim.expert.policy import ExpertPolicy
+from mango.orchestrator.tools import Interrupted, ToolResult
+from mango.primitives.runner import MIN_HELD_WIDTH
 from mango.sim.faults import Fault
 from mango.sim.runner import load_oracle_json
 from mango.sim.scene import SceneSpec
@@ -78,9 +77,11 @@ class TaskOutcome:
     wall_s: float
     states: list[WorldState] = field(default_factory=list)
     aborted: str | None = None
+    t_start: float = 0.0  # robot time at the episode's first state
+    cancelled: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        minutes = max(self.t_end, 1e-9) / 60.0
+        minutes = max(self.t_end - self.t_start, 1e-9) / 60.0
         return {
             "success": self.success,
             "subgoals": self.subgoals,
@@ -92,71 +93,85 @@ class TaskOutcome:
             "pp_per_min": round((100.0 if self.success else 0.0) / minutes, 3),
             "verdict": self.verdict,
             "scene": self.scene, "seed": self.seed, "fault": self.fault,
-            "robot_s": round(self.t_end, 3),
+            "robot_s": round(self.t_end - self.t_start, 3),
             "aborted": self.aborted,
         }
 
 
 class Orchestrator:
-    """One orchestrated episode on a `SimEnv` (the expert as its VLA, optionally faulted)."""
+    """One orchestrated episode on a robot port: by default the embedded sim (the expert as
+    its VLA, optionally faulted); `port` puts it on another robot (the ROS stack)."""
 
     def __init__(self, scene: SceneSpec, seed: int, config: OrchestratorConfig,
                  fault: Fault | None = None, instruction: str | None = None,
-                 record: EpisodeRecord | None = None) -> None:
+                 record: EpisodeRecord | None = None, port: RobotPort | None = None,
+                 max_decisions: int | None = None) -> None:
         self.scene, self.seed, self.cfg = scene, seed, config
         self.fault = fault
         self.instruction = instruction
         self.record = record or EpisodeRecord()
-        self.env = SimEnv(scene, seed=seed, cameras=("front",), image_size=(640, 480))
-        self.policy = ExpertPolicy(scene, fault)
+        self.port: RobotPort = port if port is not None else SimPort(scene, seed, fault)
         self.decider = make_decider(config.decider)
-        self.halt_tool = HaltTool(self.env)
-        self.vla = VlaTool(self.env, self.policy)
-        backend = make_backend(PerceptionConfig(backend="sim", scene=scene))
-        self.prims = SimPrimitives(self.env, backend, on_state=self._observe)
-        self.tools = PrimitiveTools(self.prims)
+        self.max_decisions = max_decisions
+        self._cancel = threading.Event()
         data, path = load_oracle_json(scene)
         self.oracle: FineGrainedOracle | None = (
             load_oracle(data, file=str(path)) if data is not None else None)
         self.states: list[WorldState] = []
         self.halts: list[Halt] = []
         self.decisions: list[dict[str, Any]] = []
-        self._width = GRIPPER_OPEN
         self._active: Subgoal | None = None
         self._tool_running = False
         self._next_poll = 0.0
         self._halt: Halt | None = None
         self._prev_hand: np.ndarray | None = None
         self._prev_q: np.ndarray | None = None
+        self._prev_t: float | None = None
         self._hand_hist: list[tuple[float, np.ndarray]] = []
         self._completed_t: float | None = None
         self._last_perceived: Perceived | None = None
 
     # ------------------------------------------------------------------ the clock
-    def _observe(self, state: WorldState) -> None:
-        """One control period happened: feed truth, verdict and monitor; maybe interrupt."""
+    def cancel(self) -> None:
+        """Stop the task at the next boundary (any thread): the running tool is stopped and
+        the arm held; the outcome says `cancelled`."""
+        self._cancel.set()
+
+    def _feed(self, state: WorldState) -> None:
+        """Truth and verdict see every state; each new world event is a record line."""
         self.states.append(state)
-        self.detector.update(state)
+        for ev in self.detector.update(state):
+            data = ev.to_json()
+            data.pop("t", None)
+            self.record.write("world_event", ev.t, **data)
         self.verdict_tracker.update(state)
+
+    def _observe(self, state: WorldState) -> None:
+        """A world state arrived (a control period): feed truth, verdict and monitor; maybe
+        interrupt the running tool, or stop for a cancel."""
+        self._feed(state)
         self.monitor.update(state)
-        self._width = float(self.prims.width_cmd) if self._tool_name in ("grasp", "place") \
-            else self._width
         hand = np.asarray(state.objects["robot_hand"].position) if "robot_hand" in \
             state.objects else None
-        q = self.env.joint_positions()
+        q = self.port.joint_positions()
+        dt = state.t - self._prev_t if self._prev_t is not None and \
+            state.t > self._prev_t else self.port.dt
+        self._prev_t = state.t
         if hand is not None:
             self._hand_hist.append((state.t, hand))
             if len(self._hand_hist) > 4000:
                 del self._hand_hist[:2000]
         h = self._halt
         if h is not None and hand is not None and self._prev_hand is not None:
-            speed = float(np.linalg.norm(hand - self._prev_hand)) / self.env.dt
+            speed = float(np.linalg.norm(hand - self._prev_hand)) / dt
             if h.t_halted is None and speed < HALTED_SPEED:
                 h.t_halted = state.t
             elif h.t_halted is not None and self._prev_q is not None:
-                qd = float(np.max(np.abs(q - self._prev_q))) / self.env.dt
+                qd = float(np.max(np.abs(q - self._prev_q))) / dt
                 h.max_joint_speed = max(h.max_joint_speed, qd)
         self._prev_hand, self._prev_q = hand, q
+        if self._cancel.is_set():
+            raise TaskCancelled("the task was cancelled")
         if state.t + 1e-9 >= self._next_poll:
             self._next_poll = state.t + 1.0 / self.cfg.monitor_hz
             signals = self.monitor.poll(state.t, self._active, self._tool_running)
@@ -175,14 +190,6 @@ class Orchestrator:
             if self._tool_running and (urgent or late):
                 sigs, self._queued = list(self._queued), []
                 raise Interrupted(sigs)
-
-    def _step(self, row: np.ndarray) -> WorldState:
-        self.env.step(row)
-        if self._tool_name == "vla":
-            self._width = float(row[7])
-        state = self.env.world_state()
-        self._observe(state)
-        return state
 
     _tool_name: str = ""
 
@@ -210,11 +217,11 @@ class Orchestrator:
         place = sg.destination_phrase or ""
         dest_phrase = place.split(" the ", 1)[1] if " the " in place else None
         asked = list(dict.fromkeys([*phrases.values(), *([dest_phrase] if dest_phrase else [])]))
-        found, _ = self.prims.detect(asked)
-        hand, _ = self.env.hand_pose()
-        width = self.env.gripper_width()
+        found, _ = self.port.detect(asked)
+        hand = self.port.hand_position()
+        width = self.port.gripper_width()
         held = None
-        if width > MIN_HELD_WIDTH and self._width < 0.07:
+        if width > MIN_HELD_WIDTH and self.port.commanded_width() < 0.07:
             best = math.inf
             for eid, ph in phrases.items():
                 det = found.get(ph)
@@ -228,7 +235,7 @@ class Orchestrator:
         at_dest = None
         if obj is not None and dest is not None and sg.relation in ("in", "on"):
             # the oracle's own relation on the perceived boxes (one implementation)
-            view = StateView(WorldState(t=self.env.time, objects={
+            view = StateView(WorldState(t=self.port.time, objects={
                 "obj": _box(obj), "dest": _box(dest)}), Thresholds())
             at_dest = (p_in if sg.relation == "in" else p_on)(view, "obj", "dest")
         moved = None
@@ -263,8 +270,12 @@ class Orchestrator:
         latency = time.perf_counter() - t0
         d = Decision.model_validate(d.model_dump())  # the schema every decider answers in
         problem = decision_problem(d, self.plan, self.cfg.spec)
-        t = self.env.time
-        if problem is not None:
+        t = self.port.time
+        if self.max_decisions is not None and len(self.decisions) >= self.max_decisions:
+            d = Decision(phase=d.phase, action="abort", subgoal=d.subgoal,
+                         rule="loop.step_budget",
+                         reason=f"the step budget ({self.max_decisions} decisions) is spent")
+        elif problem is not None:
             self.record.write("decision_rejected", t, decider=self.decider.name,
                               problem=problem, **d.model_dump())
             d = Decision(phase=d.phase, action="abort", subgoal=d.subgoal,
@@ -281,15 +292,15 @@ class Orchestrator:
         """Safe idling: hold the arm still, then deliberate (the arm stays held meanwhile)."""
         self._tool_running = False
         self._tool_name = "halt"
-        h = Halt(t_request=self.env.time, signal=why)
+        h = Halt(t_request=self.port.time, signal=why)
         self._halt = h
         self.record.write("halt", h.t_request, reason=why)
-        self.halt_tool.run(self.cfg.halt_settle_s, self._width, self._step)
+        self.port.hold(self.cfg.halt_settle_s, self._observe)
         ctx.perceived = self._perceive(ctx.active, ctx.signal.t if ctx.signal else None)
         d = self._decide(ctx)
         # the world went on while the decider thought: hold for that long too
-        self.halt_tool.run(max(self.env.dt, self._latency), self._width, self._step)
-        h.t_end = self.env.time
+        self.port.hold(max(self.port.dt, self._latency), self._observe)
+        h.t_end = self.port.time
         self.halts.append(h)
         self._halt = None
         return d
@@ -300,30 +311,30 @@ class Orchestrator:
         self._tool_running = True
         self._tool_name = d.tool
         self._completed_t = None
-        self.monitor.reset_progress_clock(self.env.time)
-        self.record.write("tool_start", self.env.time, tool=d.tool, subgoal=sg.id,
+        self.monitor.reset_progress_clock(self.port.time)
+        self.record.write("tool_start", self.port.time, tool=d.tool, subgoal=sg.id,
                           instruction=d.instruction)
         try:
             if d.tool == "vla":
-                res = self.vla.run(d.instruction or sg.instruction, self._step, budget,
-                                   resume=resume)
+                res = self.port.run_vla(d.instruction or sg.instruction, self._observe, budget,
+                                        resume=resume)
             elif d.tool == "grasp":
-                res = self.tools.grasp(sg, held, self._width, self._step)
+                res = self.port.grasp(sg, held, self._observe)
             elif d.tool == "place":
-                res = self.tools.place(sg, held, self._width, self._step)
+                res = self.port.place(sg, held, self._observe)
             else:
                 res = ToolResult("noop", "done", "nothing to run")
         finally:
             self._tool_running = False
-        self.record.write("tool_end", self.env.time, tool=res.tool, status=res.status,
+        self.record.write("tool_end", self.port.time, tool=res.tool, status=res.status,
                           message=res.message, subgoal=sg.id)
         return res
 
     def run(self) -> TaskOutcome:
         wall0 = time.perf_counter()
-        state = self.env.reset(self.seed)
-        self.horizon = self.cfg.horizon_s or 2.0 * self.scene.horizon
-        self.policy.reset()  # a new episode: the fault is armed
+        state = self.port.start(self.seed)  # a new episode: the VLA's fault is armed
+        self.t_start = state.t
+        self.horizon = state.t + (self.cfg.horizon_s or 2.0 * self.scene.horizon)
         self.detector: WorldFailureDetector = detector_for(self.scene)
         self.verdict_tracker = StepTracker(self.oracle) if self.oracle is not None else \
             _NullTracker()
@@ -333,15 +344,39 @@ class Orchestrator:
                           if self.plan.source.startswith("oracle") else "plan.from_instruction",
                           **self.plan.model_dump())
         self.monitor = self._make_monitor()
-        self._observe(state)
         by_id = {s.id: s for s in self.plan.subgoals}
         queue = [s.id for s in self.plan.subgoals]
         outcomes: dict[str, str] = {}
-        aborted = None
         attempts: dict[str, int] = {}
         spent: dict[str, set[str]] = {}  # recovery tools that did not help, per subgoal
         self._spent = spent
-        while queue and self.env.time < self.horizon and aborted is None:
+        try:
+            self._observe(state)
+            self._route(by_id, queue, outcomes, attempts, spent)
+        except TaskCancelled:
+            self.cancelled = True
+            self._tool_running = False
+            self.record.write("cancelled", self.port.time, subgoal=self._active.id
+                              if self._active else None)
+            if self._active is not None:
+                outcomes.setdefault(self._active.id, "cancelled")
+            self._aborted = "cancelled"
+        aborted = self._aborted
+        self._active = None
+        self._tool_name = "halt"
+        # let the world settle so a last release is judged
+        self.port.hold(1.0, self._feed)
+        return self._outcome(outcomes, aborted, time.perf_counter() - wall0)
+
+    cancelled = False
+    _aborted: str | None = None
+
+    def _route(self, by_id: dict[str, Subgoal], queue: list[str], outcomes: dict[str, str],
+               attempts: dict[str, int], spent: dict[str, set[str]]) -> None:
+        """Monitor & route, recover: subgoal by subgoal until the queue, the time or the
+        decider ends it (`_aborted` says why it was aborted)."""
+        aborted = None
+        while queue and self.port.time < self.horizon and aborted is None:
             sg = by_id[queue[0]]
             self._active = sg
             rewrites = subgoal_texts(self.scene, sg.expert_step)[0]
@@ -349,17 +384,17 @@ class Orchestrator:
             d = self._decide(ctx)
             last_instruction = None
             last_res: ToolResult | None = None
-            while self.env.time < self.horizon:
+            while self.port.time < self.horizon:
                 if d.action == "next_subgoal":
                     outcomes[sg.id] = "completed" if sg.id in self._done_now() else "advanced"
                     queue.pop(0)
                     break
                 if d.action == "abort":
-                    aborted = d.reason
+                    aborted = self._aborted = d.reason or "aborted"
                     outcomes[sg.id] = "aborted"
                     break
                 if d.action == "replan":
-                    queue = list(d.remaining or [])
+                    queue[:] = list(d.remaining or [])
                     outcomes.setdefault(sg.id, "replanned")
                     break
                 held = self._perceived_held()
@@ -412,19 +447,6 @@ class Orchestrator:
             else:
                 outcomes.setdefault(sg.id, "timed_out")
                 break
-        self._active = None
-        self._tool_name = "halt"
-        # let the world settle so a last release is judged
-        self.halt_tool.run(1.0, self._width, self._step_quiet)
-        return self._outcome(outcomes, aborted, time.perf_counter() - wall0)
-
-    def _step_quiet(self, row: np.ndarray) -> WorldState:
-        self.env.step(row)
-        state = self.env.world_state()
-        self.states.append(state)
-        self.detector.update(state)
-        self.verdict_tracker.update(state)
-        return state
 
     def _done_now(self) -> set[str]:
         return self.monitor.completed()
@@ -433,7 +455,7 @@ class Orchestrator:
         """What the last decision point perceived in the hand (a tool that takes another
         object lets this one go first); nothing held when the gripper has closed on air."""
         p = self._last_perceived
-        if p is None or self.env.gripper_width() <= MIN_HELD_WIDTH:
+        if p is None or self.port.gripper_width() <= MIN_HELD_WIDTH:
             return None
         return p.held
 
@@ -466,10 +488,11 @@ class Orchestrator:
                           verdict=verdict, aborted=aborted)
         return TaskOutcome(self.scene.name, self.seed, str(self.fault) if self.fault else None,
                            self.plan, success, subgoals, self.decisions, world, verdict,
-                           self.halts, final.t, wall, self.states, aborted)
+                           self.halts, final.t, wall, self.states, aborted, self.t_start,
+                           self.cancelled)
 
     def close(self) -> None:
-        self.env.close()
+        self.port.close()
         self.record.close()
 
 

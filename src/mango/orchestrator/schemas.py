@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -84,8 +85,10 @@ def digest(data: Any) -> str:
 class EpisodeRecord:
     """The JSONL episode record: one line per plan, signal, decision, tool run and event."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None,
+                 on_line: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.lines: list[dict[str, Any]] = []
+        self.on_line = on_line  # each line as it is written (a node publishes them)
         self.path = Path(path) if path is not None else None
         self._fh = None
         if self.path is not None:
@@ -98,12 +101,14 @@ class EpisodeRecord:
 
     def write(self, record: str, t: float, **data: Any) -> dict[str, Any]:
         """One line: `record` says what it is (plan, signal, decision, halt, tool_start,
-        tool_end, result), `t` the robot time."""
+        tool_end, world_event, cancelled, result), `t` the robot time."""
         line = {"record": record, "t": round(t, 4), **data}
         self.lines.append(line)
         if self._fh is not None:
             self._fh.write(json.dumps(line, default=str) + "\n")
             self._fh.flush()
+        if self.on_line is not None:
+            self.on_line(line)
         return line
 
     def close(self) -> None:

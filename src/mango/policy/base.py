@@ -38,6 +38,8 @@ class PolicyBackend(Protocol):
 
     # Optional: `info() -> dict`, JSON-able facts about the run so far (the scripted expert
     # reports its fault's ground truth); backends without it report nothing.
+    # Optional: `continue_with(instruction)`, a new instruction in the same episode (the
+    # expert keeps its milestones and a fault that already struck); without it, `reset`.
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,14 @@ class Policy:
     def done(self) -> bool:
         return self.backend.done
 
-    def reset(self, instruction: str) -> None:
-        self.backend.reset(instruction)
+    def reset(self, instruction: str, *, new_episode: bool = True) -> None:
+        """Start on `instruction`; `new_episode=False` goes on in the same episode (an
+        orchestrator's next subgoal) for a backend that keeps episode state
+        (`continue_with`), and is a plain reset for the others."""
+        if not new_episode and callable(getattr(self.backend, "continue_with", None)):
+            self.backend.continue_with(instruction)  # type: ignore[attr-defined]
+        else:
+            self.backend.reset(instruction)
 
     def act(self, obs: Observation) -> PolicyStep:
         t0 = time.perf_counter()

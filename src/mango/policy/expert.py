@@ -32,11 +32,19 @@ class ExpertBackend:
     def reset(self, instruction: str) -> None:
         """Start the expert on `instruction`: the scene's task, or the subgoal it names
         (`UngroundedInstruction`, a `PolicyError`, says why one cannot be done)."""
+        self._start(instruction, new_episode=True)
+
+    def continue_with(self, instruction: str) -> None:
+        """The next instruction of the same episode (an orchestrator's subgoal, a rewrite):
+        the milestones reached stay, and a fault that already struck stays spent."""
+        self._start(instruction, new_episode=False)
+
+    def _start(self, instruction: str, *, new_episode: bool) -> None:
         from mango.policy.instructions import expert_subgoal
 
         sub = expert_subgoal(self.scene, instruction)
         self.expert.reset(None if sub.whole_task and sub.steps == tuple(
-            range(len(self.scene.expert))) else sub.steps)
+            range(len(self.scene.expert))) else sub.steps, new_episode=new_episode)
 
     def infer(self, obs: Observation) -> np.ndarray:
         if obs.world_state is None:
