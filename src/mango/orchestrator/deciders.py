@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mango.orchestrator.config import ModeSpec
+from mango.orchestrator.config import ModeSpec, OrchestratorConfig
 from mango.orchestrator.monitors import completed_in_order
 from mango.orchestrator.schemas import Decision, Plan, Signal, Subgoal
 
@@ -57,6 +57,10 @@ class DecisionContext:
     rewrites: list[str] = field(default_factory=list)  # instructions the VLA may be given
     last_instruction: str | None = None
     spent_tools: set[str] = field(default_factory=set)  # recovery tools that did not help here
+    # for model deciders (filled by the loop when the decider `wants_images`/context):
+    images: dict[str, Any] = field(default_factory=dict)  # "before" / "now": RGB arrays
+    recent: list[dict[str, Any]] = field(default_factory=list)  # the last decisions
+    history: list[dict[str, Any]] = field(default_factory=list)  # signals, tool runs, halts
 
     def digest_input(self) -> dict[str, Any]:
         return {"phase": self.phase, "active": self.active.id, "event": self.event,
@@ -209,8 +213,11 @@ def decision_problem(d: Decision, plan: Plan, mode: ModeSpec) -> str | None:
     return None
 
 
-DECIDER_FACTORIES = {"offline": OfflineDecider}
+def make_decider(name: str, config: OrchestratorConfig | None = None) -> Decider:
+    """The decider a run's configuration names; model deciders open their backend here."""
+    if name == "offline":
+        return OfflineDecider()
+    from mango.orchestrator.vlm import LocalDecider, VlmDecider
 
-
-def make_decider(name: str) -> Decider:
-    return DECIDER_FACTORIES[name]()
+    cfg = config or OrchestratorConfig(decider=name)
+    return VlmDecider(cfg) if name == "vlm" else LocalDecider(cfg)

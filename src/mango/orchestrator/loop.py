@@ -109,7 +109,7 @@ class Orchestrator:
         self.record = record or EpisodeRecord()
         self.env = SimEnv(scene, seed=seed, cameras=("front",), image_size=(640, 480))
         self.policy = ExpertPolicy(scene, fault)
-        self.decider = make_decider(config.decider)
+        self.decider = make_decider(config.decider, config)
         self.halt_tool = HaltTool(self.env)
         self.vla = VlaTool(self.env, self.policy)
         backend = make_backend(PerceptionConfig(backend="sim", scene=scene))
@@ -131,6 +131,7 @@ class Orchestrator:
         self._hand_hist: list[tuple[float, np.ndarray]] = []
         self._completed_t: float | None = None
         self._last_perceived: Perceived | None = None
+        self._before: dict[str, np.ndarray] = {}  # camera image at each subgoal's start
 
     # ------------------------------------------------------------------ the clock
     def _observe(self, state: WorldState) -> None:
@@ -255,21 +256,48 @@ class Orchestrator:
             return OracleMonitor(self.oracle, self.plan, self.cfg.no_progress_s)
         if self.cfg.monitor == "gt":
             return GroundTruthMonitor(self.detector, self.plan)
+        if self.cfg.monitor == "vlm":
+            from mango.orchestrator.vlm import VlmMonitor
+
+            shared = self.decider.backend if getattr(self.decider, "wants_images", False) \
+                else None  # type: ignore[attr-defined]
+            return VlmMonitor(self.cfg, self.plan, self._camera_image, shared)
         return NoMonitor()
 
+    def _camera_image(self) -> np.ndarray:
+        """The tools' camera now (what a model decider or monitor is shown)."""
+        rgb, _, _ = self.env.render("front", depth=False, seg=False)
+        assert rgb is not None
+        return rgb
+
+    def _model_context(self, ctx: DecisionContext) -> None:
+        """What only a model decider reads: BEFORE/NOW images, recent decisions, history."""
+        if getattr(self.decider, "wants_images", False):
+            now = self._camera_image()
+            before = self._before.setdefault(ctx.active.id, now)
+            ctx.images = {"before": before, "now": now}
+        ctx.recent = self.decisions[-5:]
+        kinds = ("signal", "tool_start", "tool_end", "halt", "decision_rejected")
+        ctx.history = [{k: v for k, v in ln.items() if k != "inputs"}
+                       for ln in self.record.lines[-60:] if ln["record"] in kinds][-12:]
+
     def _decide(self, ctx: DecisionContext) -> Decision:
+        if self.cfg.decider != "offline":
+            self._model_context(ctx)
         t0 = time.perf_counter()
         d = self.decider.decide(ctx)
         latency = time.perf_counter() - t0
+        meta = dict(getattr(self.decider, "last_meta", None) or {"decider": self.decider.name})
+        who = meta.pop("decider")
         d = Decision.model_validate(d.model_dump())  # the schema every decider answers in
         problem = decision_problem(d, self.plan, self.cfg.spec)
         t = self.env.time
         if problem is not None:
-            self.record.write("decision_rejected", t, decider=self.decider.name,
+            self.record.write("decision_rejected", t, decider=who, **meta,
                               problem=problem, **d.model_dump())
             d = Decision(phase=d.phase, action="abort", subgoal=d.subgoal,
                          rule="loop.decision_rejected", reason=problem)
-        line = self.record.write("decision", t, decider=self.decider.name,
+        line = self.record.write("decision", t, decider=who, **meta,
                                  latency_s=round(latency, 6),
                                  inputs_digest=digest(ctx.digest_input()),
                                  inputs=ctx.digest_input(), **d.model_dump())
@@ -317,6 +345,9 @@ class Orchestrator:
             self._tool_running = False
         self.record.write("tool_end", self.env.time, tool=res.tool, status=res.status,
                           message=res.message, subgoal=sg.id)
+        ended = getattr(self.monitor, "tool_ended", None)
+        if ended is not None:  # a monitor that samples (vlm) looks when a tool stops
+            ended(self.env.time, sg)
         return res
 
     def run(self) -> TaskOutcome:
@@ -329,9 +360,17 @@ class Orchestrator:
             _NullTracker()
         self._queued: list[Signal] = []
         self.plan = make_plan(self.scene, self.instruction, state, self.oracle)
-        self.record.write("plan", state.t, decider=self.decider.name, rule="plan.from_oracle"
-                          if self.plan.source.startswith("oracle") else "plan.from_instruction",
-                          **self.plan.model_dump())
+        plan_meta: dict[str, Any] = {"decider": "offline", "rule": "plan.from_oracle"
+                                     if self.plan.source.startswith("oracle")
+                                     else "plan.from_instruction"}
+        if hasattr(self.decider, "plan"):  # a model writes the plan; the rules' is its check
+            from mango.orchestrator.vlm import PlanRequest
+
+            image = self._camera_image() if getattr(self.decider, "wants_images", False) \
+                else None
+            self.plan, plan_meta = self.decider.plan(PlanRequest(  # type: ignore[attr-defined]
+                self.scene, self.plan.instruction, state, self.oracle, self.plan, image))
+        self.record.write("plan", state.t, **plan_meta, **self.plan.model_dump())
         self.monitor = self._make_monitor()
         self._observe(state)
         by_id = {s.id: s for s in self.plan.subgoals}
@@ -469,6 +508,10 @@ class Orchestrator:
                            self.halts, final.t, wall, self.states, aborted)
 
     def close(self) -> None:
+        for part in (getattr(self, "monitor", None), self.decider):
+            close = getattr(part, "close", None)
+            if callable(close):
+                close()  # a model backend (and a llama.cpp server it owns)
         self.env.close()
         self.record.close()
 
