@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mango.orchestrator.config import ModeSpec, OrchestratorConfig
+from mango.orchestrator.config import ModeSpec
 from mango.orchestrator.monitors import completed_in_order
 from mango.orchestrator.schemas import Decision, Plan, Signal, Subgoal
 
@@ -211,13 +211,3 @@ def decision_problem(d: Decision, plan: Plan, mode: ModeSpec) -> str | None:
     if d.action == "rewrite" and not (d.instruction or "").strip():
         return "rewrite gives no instruction"
     return None
-
-
-def make_decider(name: str, config: OrchestratorConfig | None = None) -> Decider:
-    """The decider a run's configuration names; model deciders open their backend here."""
-    if name == "offline":
-        return OfflineDecider()
-    from mango.orchestrator.vlm import LocalDecider, VlmDecider
-
-    cfg = config or OrchestratorConfig(decider=name)
-    return VlmDecider(cfg) if name == "vlm" else LocalDecider(cfg)

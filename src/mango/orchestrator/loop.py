@@ -29,13 +29,13 @@ from mango.orchestrator.deciders import (
     DecisionContext,
     Perceived,
     decision_problem,
-    make_decider,
 )
 from mango.orchestrator.events import WorldFailureDetector, detector_for
 from mango.orchestrator.monitors import GroundTruthMonitor, Monitor, NoMonitor, OracleMonitor
 from mango.orchestrator.planning import make_plan, subgoal_texts
 from mango.orchestrator.schemas import Decision, EpisodeRecord, Plan, Signal, Subgoal, digest
 from mango.orchestrator.tools import HaltTool, Interrupted, PrimitiveTools, ToolResult, VlaTool
+from mango.orchestrator.vlm import PlanRequest, VlmMonitor, make_decider
 from mango.perception.base import PerceptionConfig
 from mango.perception.registry import make_backend
 from mango.primitives.planning import GRIPPER_OPEN
@@ -107,9 +107,9 @@ class Orchestrator:
         self.fault = fault
         self.instruction = instruction
         self.record = record or EpisodeRecord()
+        self.decider = make_decider(config.decider, config)  # first: it checks its options
         self.env = SimEnv(scene, seed=seed, cameras=("front",), image_size=(640, 480))
         self.policy = ExpertPolicy(scene, fault)
-        self.decider = make_decider(config.decider, config)
         self.halt_tool = HaltTool(self.env)
         self.vla = VlaTool(self.env, self.policy)
         backend = make_backend(PerceptionConfig(backend="sim", scene=scene))
@@ -257,8 +257,6 @@ class Orchestrator:
         if self.cfg.monitor == "gt":
             return GroundTruthMonitor(self.detector, self.plan)
         if self.cfg.monitor == "vlm":
-            from mango.orchestrator.vlm import VlmMonitor
-
             shared = self.decider.backend if getattr(self.decider, "wants_images", False) \
                 else None  # type: ignore[attr-defined]
             return VlmMonitor(self.cfg, self.plan, self._camera_image, shared)
@@ -364,8 +362,6 @@ class Orchestrator:
                                      if self.plan.source.startswith("oracle")
                                      else "plan.from_instruction"}
         if hasattr(self.decider, "plan"):  # a model writes the plan; the rules' is its check
-            from mango.orchestrator.vlm import PlanRequest
-
             image = self._camera_image() if getattr(self.decider, "wants_images", False) \
                 else None
             self.plan, plan_meta = self.decider.plan(PlanRequest(  # type: ignore[attr-defined]

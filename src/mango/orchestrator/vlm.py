@@ -31,7 +31,7 @@ from mango.llm.backend import AgentCall, BackendError, LLMBackend
 from mango.oracle.model import FineGrainedOracle
 from mango.oracle.world_state import WorldState
 from mango.orchestrator.config import OrchestratorConfig
-from mango.orchestrator.deciders import DecisionContext, OfflineDecider
+from mango.orchestrator.deciders import Decider, DecisionContext, OfflineDecider
 from mango.orchestrator.monitors import completed_in_order
 from mango.orchestrator.planning import entity_phrase, plan_from_instructions
 from mango.orchestrator.prompts import (
@@ -372,6 +372,16 @@ class VlmMonitor:
         close = getattr(self.backend, "close", None)
         if self._owns and callable(close):
             close()
+
+
+def make_decider(name: str, config: OrchestratorConfig | None = None) -> Decider:
+    """The decider a run's configuration names; a model decider opens its backend here."""
+    cfg = config or OrchestratorConfig(decider=name)
+    if name == "vlm":
+        return VlmDecider(cfg)
+    if name == "local":
+        return LocalDecider(cfg)
+    return OfflineDecider()
 
 
 def check_backend_config(cfg: OrchestratorConfig) -> None:
