@@ -17,6 +17,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import cv2
@@ -329,4 +330,37 @@ def test_the_vlm_monitor_looks_at_its_rate_and_its_answers_are_signals(server) -
               and s["ctx"]["subgoal"] == sid]
         assert ts and all(b - a >= 1.0 - 1e-6 for a, b in itertools.pairwise(ts))
     assert len(looks) <= out.t_end * 1.0 + 4
+    assert out.success
+
+
+LOCAL_RUN = Path(__file__).resolve().parents[1] / "data" / "orchestrator" / "local_qwen05b"
+
+
+def test_the_local_planner_run_replays_offline_and_names_who_answered() -> None:
+    """The recorded end-to-end run of the llama.cpp Qwen2.5-Coder-0.5B as planner
+    (soup_sauce_basket, drop@0.5; recorded with `mango task run --decider local --backend
+    record:...@local`), replayed without the model: its plan named an object the task does
+    not move, twice, so the rules' plan ran, said so; its replan after the drop returned the
+    two original subgoals; every other decision is the rules', named as such."""
+    config = OrchestratorConfig(mode="full", monitor="oracle", decider="local",
+                                backend=f"replay:{LOCAL_RUN}")
+    rec = EpisodeRecord()
+    orch = Orchestrator(as_scene("soup_sauce_basket"), 0, config, parse_fault("drop@0.5"),
+                        record=rec)
+    try:
+        out = orch.run()
+    finally:
+        orch.close()
+    plan = next(ln for ln in rec.lines if ln["record"] == "plan")
+    assert plan["decider"] == "offline" and plan["rule"] == "plan.from_oracle"
+    assert "orange juice" in plan["rejected"] and plan["rejected"].count("answer ") == 2
+    by_model = [d for d in out.decisions if d["decider"] == "local"]
+    assert len(by_model) == 1
+    replan = by_model[0]
+    assert replan["action"] == "replan" and replan["remaining"] == ["1", "2"]
+    assert replan["model"] == "qwen2.5-coder-0.5b-instruct-q4_k_m" and replan["rule"] is None
+    assert replan["rules_said"] == "recovery.dropped_in_transport"
+    rules = [d for d in out.decisions if d["decider"] != "local"]
+    assert rules and all(d["decider"] == "offline" and d["rule"] and
+                         d["deferred_by"] == "local" for d in rules)
     assert out.success

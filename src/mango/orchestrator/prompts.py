@@ -131,7 +131,7 @@ def decision_answer(mode: ModeSpec, plan: Plan) -> type[DecisionAnswer]:
         action=(_enum(actions), ...), tool=(_enum(tools), ...),
         subgoal=(ids | None, None), instruction=(str | None, None),
         remaining=(list[ids] | None, None),  # type: ignore[valid-type]
-        reason=(str, Field(..., max_length=400)))
+        reason=(str, Field(..., max_length=240)))
     model.pairs = mode.pairs
     return model
 
@@ -153,7 +153,7 @@ class ReplanAnswer(BaseModel):
     """A model's replan: which original subgoals remain (`remaining_answer` adds the enum)."""
 
     model_config = ConfigDict(extra="forbid")
-    reason: str = Field(..., max_length=400)
+    reason: str = Field(..., max_length=240)
 
     @model_validator(mode="after")
     def _once(self) -> ReplanAnswer:
@@ -174,4 +174,4 @@ class MonitorAnswer(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     status: Literal["in_progress", "completed", "failed"]
-    reason: str = Field(..., max_length=400)
+    reason: str = Field(..., max_length=240)

@@ -18,6 +18,7 @@ says why; it never raises into the loop.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -51,6 +52,7 @@ log = logging.getLogger(__name__)
 
 ROLE = "orchestrator"
 MONITOR_ROLE = "monitor"
+LOCAL_MAX_TOKENS = 256
 PLAN_ATTEMPTS = 2  # a plan the expert cannot ground is re-asked once with the problem
 
 
@@ -60,6 +62,17 @@ def open_backend(cfg: OrchestratorConfig, default: str) -> LLMBackend:
     from mango.llm.registry import make_backend
 
     return make_backend(cfg.backend or default, cfg.model, **dict(cfg.backend_opts))
+
+
+def rounded(value: Any, digits: int = 3) -> Any:
+    """Floats cut to mm / mrad: a model reads millimetres, not 17 digits (and pays per token)."""
+    if isinstance(value, float):
+        return round(value, digits)
+    if isinstance(value, dict):
+        return {k: rounded(v, digits) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(v, digits) for v in value]
+    return value
 
 
 def _model_name(backend: LLMBackend, role: str) -> str | None:
@@ -123,9 +136,12 @@ class _ModelDecider:
         problem); if it still cannot be grounded, or the model cannot answer, the rules'
         plan runs and the plan line says so (`decider` offline, `rejected` the reason)."""
         scene = req.scene
-        movable = sorted({entity_phrase(scene, e.id) for e in scene.entities if e.movable})
-        places = sorted({entity_phrase(scene, e.id) for e in scene.entities if not e.movable}
-                        | {r.id for r in scene.regions})
+        # places by the words people use (what the expert's parser grounds), never region ids
+        places = sorted({entity_phrase(scene, r.parent) for r in scene.regions
+                         if r.parent != scene.table.id}
+                        | {entity_phrase(scene, e.id) for e in scene.entities if not e.movable})
+        movable = sorted({entity_phrase(scene, e.id) for e in scene.entities if e.movable}
+                         - set(places))
         context = {"phase": "plan", "instruction": req.instruction, "objects": movable,
                    "places": places}
         feedback = ""
@@ -164,7 +180,7 @@ class _ModelDecider:
     # ---------------------------------------------------------------- shared context
     @staticmethod
     def _observation(ctx: DecisionContext) -> dict[str, Any] | None:
-        return ctx.perceived.to_json() if ctx.perceived is not None else None
+        return rounded(ctx.perceived.to_json()) if ctx.perceived is not None else None
 
     @staticmethod
     def _why(ctx: DecisionContext) -> str:
@@ -187,7 +203,7 @@ class VlmDecider(_ModelDecider):
     def decide(self, ctx: DecisionContext) -> Decision:
         pairs = sorted(ctx.mode.pairs)
         ids = [s.id for s in ctx.plan.subgoals]
-        context = {**ctx.digest_input(), "allowed": [list(p) for p in pairs],
+        context = {**rounded(ctx.digest_input()), "allowed": [list(p) for p in pairs],
                    "subgoal_ids": ids, "plan": [[s.id, s.instruction] for s in ctx.plan.subgoals],
                    "rewrites": ctx.rewrites}
         before, now = ctx.images.get("before"), ctx.images.get("now")
@@ -249,6 +265,10 @@ class LocalDecider(_ModelDecider):
     default_backend = "local"
 
     def __init__(self, cfg: OrchestratorConfig, backend: LLMBackend | None = None) -> None:
+        if not any(k == "max_tokens" for k, _ in cfg.backend_opts):
+            # a CPU model that repeats itself in `reason` takes minutes per 1,000 tokens
+            cfg = dataclasses.replace(cfg, backend_opts=(*cfg.backend_opts,
+                                                         ("max_tokens", str(LOCAL_MAX_TOKENS))))
         super().__init__(cfg, backend)
         self.rules = OfflineDecider()
 
@@ -259,7 +279,8 @@ class LocalDecider(_ModelDecider):
                               "deferred_by": self.name}
             return d
         sg = ctx.active
-        context = {**ctx.digest_input(), "rules_remaining": d.remaining,
+        # what the rules would return stays out of the prompt (it is in the record)
+        context = {**rounded(ctx.digest_input()),
                    "subgoal_ids": [s.id for s in ctx.plan.subgoals]}
         text = self.templates.render(
             "replan", subgoal_id=sg.id, subgoal_instruction=sg.instruction, why=self._why(ctx),
