@@ -11,7 +11,7 @@ decider then answers every one of them:
 - `local`: the llama.cpp Qwen2.5-Coder-0.5B (CPU) writing the plan and each replan (its only
   model calls; other points go to the rules).
 
-Run: `python bench/bench_deciders.py [--plans 2] [--no-local]`.
+Run: `python bench/bench_deciders.py [--plans 1] [--no-local]`.
 """
 
 from __future__ import annotations
@@ -67,13 +67,13 @@ def _contexts() -> tuple[list, object]:
 def _stats(xs: list[float]) -> tuple[str, str, str, str]:
     xs = sorted(xs)
     p95 = xs[min(len(xs) - 1, round(0.95 * (len(xs) - 1)))]
-    return (str(len(xs)), f"{statistics.median(xs) * 1000:.1f}", f"{p95 * 1000:.1f}",
-            f"{xs[-1] * 1000:.1f}")
+    return (str(len(xs)), f"{statistics.median(xs) * 1000:.2f}", f"{p95 * 1000:.2f}",
+            f"{xs[-1] * 1000:.2f}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--plans", type=int, default=2, help="local model plans to time")
+    ap.add_argument("--plans", type=int, default=1, help="local model plans to time")
     ap.add_argument("--no-local", action="store_true", help="skip the llama.cpp model")
     args = ap.parse_args()
 
