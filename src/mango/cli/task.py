@@ -39,12 +39,14 @@ def run(
     mode: Annotated[str, typer.Option(
         "--mode", help="vla_only | tools_only | full | motor (not built yet).")],
     monitor: Annotated[str, typer.Option(
-        "--monitor", help="none | oracle | gt | vlm (not built yet).")],
+        "--monitor", help="none | oracle | gt | vlm (a model looks at the camera).")],
     seed: Annotated[int, typer.Option("--seed", help="Initial-placement seed.")] = 0,
     instruction: Annotated[str | None, typer.Option(
         "--instruction", help="What to do (default: the scene's task).")] = None,
     decider: Annotated[str, typer.Option(
-        "--decider", help="offline (rules) | local | vlm (not built yet).")] = "offline",
+        "--decider", help="offline (rules, not a model) | vlm (an OpenAI-compatible model "
+        "at every decision point) | local (llama.cpp: plan and replans; rules for the "
+        "rest).")] = "offline",
     fault: Annotated[str | None, typer.Option(
         "--fault", help="KIND@WHEN injected into the VLA (drop, wrong_object, stall, skip, "
         "wrong_place, knock_out).")] = None,
@@ -58,6 +60,17 @@ def run(
     no_progress_s: Annotated[float, typer.Option(
         "--no-progress-s", help="Oracle monitor: no step completion for this long fails.")
     ] = 10.0,
+    backend: Annotated[str | None, typer.Option(
+        "--backend", help="The model's backend: openai (default for vlm), local (default for "
+        "local), record:DIR[@NAME], replay:DIR (record/replay cache).")] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="Model name (or GGUF for local).")] = None,
+    opt: Annotated[list[str] | None, typer.Option(
+        "--opt", help="Backend option KEY=VALUE (repeatable), e.g. "
+        "base_url=http://127.0.0.1:8080/v1")] = None,
+    vlm_monitor_hz: Annotated[float, typer.Option(
+        "--vlm-monitor-hz", help="How often the vlm monitor sends images (VoLo: 0.2).")
+    ] = 0.2,
     json_output: Annotated[bool, typer.Option("--json")] = False,
     exit_code: ExitCodeOpt = False,
 ) -> None:
@@ -68,13 +81,23 @@ def run(
     from mango.orchestrator.config import OrchestratorConfig
     from mango.orchestrator.loop import run_task
     from mango.orchestrator.schemas import EpisodeRecord
+    from mango.orchestrator.vlm import check_backend_config
     from mango.policy.presets import PolicyError
     from mango.sim.env import as_scene
     from mango.sim.faults import parse_fault
 
     try:
+        opts: list[tuple[str, str]] = []
+        for item in opt or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise InputError(f"expected KEY=VALUE, got {item!r}", field="--opt")
+            opts.append((key.strip(), value))
         cfg = OrchestratorConfig(mode=mode, monitor=monitor, decider=decider,
-                                 monitor_hz=monitor_hz, no_progress_s=no_progress_s)
+                                 monitor_hz=monitor_hz, no_progress_s=no_progress_s,
+                                 backend=backend, model=model, backend_opts=tuple(opts),
+                                 vlm_monitor_hz=vlm_monitor_hz)
+        check_backend_config(cfg)
         sc = as_scene(scene)
         flt = parse_fault(fault) if fault else None
         if flt is not None:
@@ -86,9 +109,11 @@ def run(
         rec = EpisodeRecord(rec_dir / "episode.jsonl" if rec_dir else None)
     except (InputError, PolicyError) as exc:
         _fail(str(exc), 2)
+    from mango.llm.backend import BackendError
+
     try:
         out = run_task(sc, seed, cfg, flt, instruction, rec)
-    except (InputError, PolicyError) as exc:
+    except (InputError, PolicyError, BackendError) as exc:
         _fail(str(exc), 2)
     result = out.to_json()
     try:
@@ -115,6 +140,9 @@ def _timeline(out: Any, lines: list[dict[str, Any]], result: dict[str, Any]) -> 
     print(f"plan ({plan.source}, {'ordered' if plan.ordered else 'any order'}):")
     for s in plan.subgoals:
         print(f"  {s.id}. {s.instruction}")
+    first = next((ln for ln in lines if ln["record"] == "plan"), None)
+    if first is not None and first.get("rejected"):
+        print(f"  (the rules' plan: {first['rejected']})")
     rows: list[tuple[float, str]] = []
     for ln in lines:
         t, r = ln["t"], ln["record"]
@@ -134,7 +162,8 @@ def _timeline(out: Any, lines: list[dict[str, Any]], result: dict[str, Any]) -> 
                 extra = f" '{ln['instruction']}'"
             if ln.get("remaining") is not None:
                 extra = f" remaining {ln['remaining']}"
-            rows.append((t, f"decide [{ln['decider']}:{ln['rule']}] {ln['action']}"
+            who = ln["rule"] or f"model {ln.get('model')}"
+            rows.append((t, f"decide [{ln['decider']}:{who}] {ln['action']}"
                             f"/{ln['tool']}{extra} - {ln['reason']}"))
     if out.verdict is not None:
         for st in out.verdict["steps"]:

@@ -37,12 +37,12 @@ MODES: dict[str, ModeSpec] = {
 }
 MONITORS = ("none", "oracle", "gt", "vlm")
 DECIDERS = ("offline", "local", "vlm")
-NOT_BUILT = {
+NOT_BUILT: dict[str, dict[str, str]] = {
     "mode": {"motor": "MotorMind's motor mode (ExecuteMotion batches) is not built yet"},
-    "monitor": {"vlm": "the vlm monitor (images at a rate to a model) is not built yet"},
-    "decider": {"vlm": "the vlm decider is not built yet (use --decider offline)",
-                "local": "the local llama.cpp decider is not built yet (use --decider offline)"},
+    "monitor": {},
+    "decider": {},
 }
+IMAGE_FORMATS = ("png", "jpeg")
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,15 @@ class OrchestratorConfig:
     finish_grace_s: float = 3.0  # a tool still running this long after its subgoal completed
     # is stopped (the expert ends itself; a VLA that does not is routed on)
     horizon_s: float | None = None  # robot time budget (default: the scene's horizon x 2)
+    # the model behind the `vlm` / `local` decider and the `vlm` monitor: a backend name of
+    # `mango.llm.registry` (default: openai for vlm, local for local), the model, and the
+    # backend's options as `mango generate --opt` takes them (base_url=..., timeout_s=...)
+    backend: str | None = None
+    model: str | None = None
+    backend_opts: tuple[tuple[str, str], ...] = ()
+    vlm_monitor_hz: float = 0.2  # how often the vlm monitor sends images (VoLo: 0.2 Hz)
+    image_size: tuple[int, int] = (640, 480)  # (width, height) of the images a model sees
+    image_format: str = "png"  # png | jpeg (data URLs)
 
     def __post_init__(self) -> None:
         for key, value, known in (("mode", self.mode, (*MODES, "motor")),
@@ -72,6 +81,16 @@ class OrchestratorConfig:
                 raise InputError(why, field=key)
         if self.monitor_hz <= 0 or self.no_progress_s <= 0:
             raise InputError("monitor_hz and no_progress_s must be positive", field="monitor_hz")
+        if self.vlm_monitor_hz <= 0:
+            raise InputError(f"must be positive (got {self.vlm_monitor_hz})",
+                             field="vlm_monitor_hz")
+        w, h = self.image_size
+        if not (16 <= w <= 4096 and 16 <= h <= 4096):
+            raise InputError(f"must be within 16..4096 pixels a side (got {w}x{h})",
+                             field="image_size")
+        if self.image_format not in IMAGE_FORMATS:
+            raise InputError(f"must be one of {', '.join(IMAGE_FORMATS)} "
+                             f"(got {self.image_format!r})", field="image_format")
 
     @property
     def spec(self) -> ModeSpec:

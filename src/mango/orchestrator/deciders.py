@@ -57,6 +57,10 @@ class DecisionContext:
     rewrites: list[str] = field(default_factory=list)  # instructions the VLA may be given
     last_instruction: str | None = None
     spent_tools: set[str] = field(default_factory=set)  # recovery tools that did not help here
+    # for model deciders (filled by the loop when the decider `wants_images`/context):
+    images: dict[str, Any] = field(default_factory=dict)  # "before" / "now": RGB arrays
+    recent: list[dict[str, Any]] = field(default_factory=list)  # the last decisions
+    history: list[dict[str, Any]] = field(default_factory=list)  # signals, tool runs, halts
 
     def digest_input(self) -> dict[str, Any]:
         return {"phase": self.phase, "active": self.active.id, "event": self.event,
@@ -207,10 +211,3 @@ def decision_problem(d: Decision, plan: Plan, mode: ModeSpec) -> str | None:
     if d.action == "rewrite" and not (d.instruction or "").strip():
         return "rewrite gives no instruction"
     return None
-
-
-DECIDER_FACTORIES = {"offline": OfflineDecider}
-
-
-def make_decider(name: str) -> Decider:
-    return DECIDER_FACTORIES[name]()

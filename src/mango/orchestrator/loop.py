@@ -32,7 +32,6 @@ from mango.orchestrator.deciders import (
     DecisionContext,
     Perceived,
     decision_problem,
-    make_decider,
 )
 from mango.orchestrator.events import WorldFailureDetector, detector_for
 from mango.orchestrator.monitors import GroundTruthMonitor, Monitor, NoMonitor, OracleMonitor
@@ -40,6 +39,7 @@ from mango.orchestrator.planning import make_plan, subgoal_texts
 from mango.orchestrator.ports import RobotPort, SimPort, TaskCancelled
 from mango.orchestrator.schemas import Decision, EpisodeRecord, Plan, Signal, Subgoal, digest
 from mango.orchestrator.tools import Interrupted, ToolResult
+from mango.orchestrator.vlm import PlanRequest, VlmMonitor, make_decider
 from mango.primitives.runner import MIN_HELD_WIDTH
 from mango.sim.faults import Fault
 from mango.sim.runner import load_oracle_json
@@ -110,8 +110,8 @@ class Orchestrator:
         self.fault = fault
         self.instruction = instruction
         self.record = record or EpisodeRecord()
+        self.decider = make_decider(config.decider, config)  # first: it checks its options
         self.port: RobotPort = port if port is not None else SimPort(scene, seed, fault)
-        self.decider = make_decider(config.decider)
         self.max_decisions = max_decisions
         self._cancel = threading.Event()
         data, path = load_oracle_json(scene)
@@ -130,6 +130,7 @@ class Orchestrator:
         self._hand_hist: list[tuple[float, np.ndarray]] = []
         self._completed_t: float | None = None
         self._last_perceived: Perceived | None = None
+        self._before: dict[str, np.ndarray] = {}  # camera image at each subgoal's start
 
     # ------------------------------------------------------------------ the clock
     def cancel(self) -> None:
@@ -262,12 +263,35 @@ class Orchestrator:
             return OracleMonitor(self.oracle, self.plan, self.cfg.no_progress_s)
         if self.cfg.monitor == "gt":
             return GroundTruthMonitor(self.detector, self.plan)
+        if self.cfg.monitor == "vlm":
+            shared = self.decider.backend if getattr(self.decider, "wants_images", False) \
+                else None  # type: ignore[attr-defined]
+            return VlmMonitor(self.cfg, self.plan, self._camera_image, shared)
         return NoMonitor()
 
+    def _camera_image(self) -> np.ndarray:
+        """The tools' camera now (what a model decider or monitor is shown)."""
+        return self.port.camera_image()
+
+    def _model_context(self, ctx: DecisionContext) -> None:
+        """What only a model decider reads: BEFORE/NOW images, recent decisions, history."""
+        if getattr(self.decider, "wants_images", False):
+            now = self._camera_image()
+            before = self._before.setdefault(ctx.active.id, now)
+            ctx.images = {"before": before, "now": now}
+        ctx.recent = self.decisions[-5:]
+        kinds = ("signal", "tool_start", "tool_end", "halt", "decision_rejected")
+        ctx.history = [{k: v for k, v in ln.items() if k != "inputs"}
+                       for ln in self.record.lines[-60:] if ln["record"] in kinds][-12:]
+
     def _decide(self, ctx: DecisionContext) -> Decision:
+        if self.cfg.decider != "offline":
+            self._model_context(ctx)
         t0 = time.perf_counter()
         d = self.decider.decide(ctx)
         latency = time.perf_counter() - t0
+        meta = dict(getattr(self.decider, "last_meta", None) or {"decider": self.decider.name})
+        who = meta.pop("decider")
         d = Decision.model_validate(d.model_dump())  # the schema every decider answers in
         problem = decision_problem(d, self.plan, self.cfg.spec)
         t = self.port.time
@@ -276,11 +300,11 @@ class Orchestrator:
                          rule="loop.step_budget",
                          reason=f"the step budget ({self.max_decisions} decisions) is spent")
         elif problem is not None:
-            self.record.write("decision_rejected", t, decider=self.decider.name,
+            self.record.write("decision_rejected", t, decider=who, **meta,
                               problem=problem, **d.model_dump())
             d = Decision(phase=d.phase, action="abort", subgoal=d.subgoal,
                          rule="loop.decision_rejected", reason=problem)
-        line = self.record.write("decision", t, decider=self.decider.name,
+        line = self.record.write("decision", t, decider=who, **meta,
                                  latency_s=round(latency, 6),
                                  inputs_digest=digest(ctx.digest_input()),
                                  inputs=ctx.digest_input(), **d.model_dump())
@@ -328,6 +352,9 @@ class Orchestrator:
             self._tool_running = False
         self.record.write("tool_end", self.port.time, tool=res.tool, status=res.status,
                           message=res.message, subgoal=sg.id)
+        ended = getattr(self.monitor, "tool_ended", None)
+        if ended is not None:  # a monitor that samples (vlm) looks when a tool stops
+            ended(self.port.time, sg)
         return res
 
     def run(self) -> TaskOutcome:
@@ -340,9 +367,15 @@ class Orchestrator:
             _NullTracker()
         self._queued: list[Signal] = []
         self.plan = make_plan(self.scene, self.instruction, state, self.oracle)
-        self.record.write("plan", state.t, decider=self.decider.name, rule="plan.from_oracle"
-                          if self.plan.source.startswith("oracle") else "plan.from_instruction",
-                          **self.plan.model_dump())
+        plan_meta: dict[str, Any] = {"decider": "offline", "rule": "plan.from_oracle"
+                                     if self.plan.source.startswith("oracle")
+                                     else "plan.from_instruction"}
+        if hasattr(self.decider, "plan"):  # a model writes the plan; the rules' is its check
+            image = self._camera_image() if getattr(self.decider, "wants_images", False) \
+                else None
+            self.plan, plan_meta = self.decider.plan(PlanRequest(  # type: ignore[attr-defined]
+                self.scene, self.plan.instruction, state, self.oracle, self.plan, image))
+        self.record.write("plan", state.t, **plan_meta, **self.plan.model_dump())
         self.monitor = self._make_monitor()
         by_id = {s.id: s for s in self.plan.subgoals}
         queue = [s.id for s in self.plan.subgoals]
@@ -492,6 +525,10 @@ class Orchestrator:
                            self.cancelled)
 
     def close(self) -> None:
+        for part in (getattr(self, "monitor", None), self.decider):
+            close = getattr(part, "close", None)
+            if callable(close):
+                close()  # a model backend (and a llama.cpp server it owns)
         self.port.close()
         self.record.close()
 

@@ -141,3 +141,44 @@ def make_plan(scene: SceneSpec, instruction: str | None, initial: WorldState,
               for e, st in initial.objects.items() if not e.startswith("robot_")}
     return Plan(instruction=text, subgoals=subgoals, ordered=ordered, source=source,
                 initial_scene=layout)
+
+
+def plan_from_instructions(scene: SceneSpec, instruction: str, texts: list[str], ordered: bool,
+                           initial: WorldState, oracle: FineGrainedOracle | None,
+                           source: str) -> Plan:
+    """A plan a model wrote (subgoal instructions in its order), checked against what the
+    expert grounds: each subgoal one step of the instruction, none twice, none left out.
+    Raises `ValueError` saying which subgoal is wrong and why (the re-ask's feedback)."""
+    want = expert_subgoal(scene, instruction).steps
+    steps: list[int] = []
+    for i, text in enumerate(texts, 1):
+        try:
+            got = expert_subgoal(scene, text).steps
+        except UngroundedInstruction as exc:
+            raise ValueError(f"subgoal {i} ('{text}') names nothing in the scene: {exc}") \
+                from None
+        if len(got) != 1:
+            raise ValueError(f"subgoal {i} ('{text}') is not atomic: it covers {len(got)} "
+                             "steps; give one object and one place (or one device) each")
+        if got[0] in steps:
+            raise ValueError(f"subgoal {i} ('{text}') repeats subgoal {steps.index(got[0]) + 1}")
+        if got[0] not in want:
+            raise ValueError(f"subgoal {i} ('{text}') is not part of the instruction")
+        steps.append(got[0])
+    missing = [k for k in want if k not in steps]
+    if missing:
+        left = "; ".join(subgoal_texts(scene, k)[0][0] for k in missing)
+        raise ValueError(f"the plan leaves out part of the instruction ({len(missing)} "
+                         f"subgoal{'s' if len(missing) > 1 else ''} missing: {left})")
+    if oracle is None:
+        data, path = load_oracle_json(scene)
+        oracle = load_oracle(data, file=str(path)) if data is not None else None
+    steps_of = _oracle_steps(scene, oracle) if oracle is not None else {}
+    subgoals = []
+    for i, (k, text) in enumerate(zip(steps, texts, strict=True)):
+        sg = _subgoal(scene, k, i, steps_of.get(k))
+        subgoals.append(sg.model_copy(update={"instruction": text.strip()}))
+    layout = {e: [round(float(v), 4) for v in st.position]
+              for e, st in initial.objects.items() if not e.startswith("robot_")}
+    return Plan(instruction=instruction, subgoals=subgoals, ordered=ordered, source=source,
+                initial_scene=layout)

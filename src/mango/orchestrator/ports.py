@@ -75,6 +75,10 @@ class RobotPort(Protocol):
 
     def place(self, sg: Subgoal, held: str | None, observe: Observer) -> ToolResult: ...
 
+    def camera_image(self) -> np.ndarray:
+        """The tools' camera now, RGB (what a model decider or monitor is shown)."""
+        ...
+
     def hold(self, seconds: float, observe: Observer) -> None:
         """Hold the arm still for `seconds` of robot time (safe idling)."""
         ...
@@ -161,6 +165,11 @@ class SimPort:
             return self.tools.place(sg, held, self._width, self._stepper(observe, "prims"))
         finally:
             self._observe = _ignore
+
+    def camera_image(self) -> np.ndarray:
+        rgb, _, _ = self.env.render("front", depth=False, seg=False)
+        assert rgb is not None
+        return rgb
 
     def hold(self, seconds: float, observe: Observer) -> None:
         self.halt_tool.run(seconds, self._width, self._stepper(observe, "none"))
