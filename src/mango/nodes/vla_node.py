@@ -6,9 +6,9 @@ first `steps_per_chunk` actions of the chunk through `execute_chunk` (ExecuteChu
 until the policy is done, `max_steps` actions ran, or the goal is cancelled (which cancels the
 chunk in flight). A goal with `continue_episode` goes on in the same episode (the policy's
 `new_episode=False`: the expert keeps its milestones and a fault that already struck), as an
-orchestrator's next subgoal does. Parameters: `backend` (expert|openpi|openvla|lerobot), `preset` (default:
-the backend's), backend options (`scene`, `fault`, `host`, `port`, `url`, `unnorm_key`,
-`checkpoint`, `device`, `timeout`), `robot` (kinematics for end-effector presets),
+orchestrator's next subgoal does. Parameters: `backend` (expert|openpi|openvla|lerobot),
+`preset` (default: the backend's), backend options (`scene`, `fault`, `host`, `port`, `url`,
+`unnorm_key`, `checkpoint`, `device`, `timeout`), `robot` (kinematics for end-effector presets),
 `policy_rate` (Hz, 0 = the preset's), `execute_chunk_action`, `joint_states_topic`,
 `world_state_topic`, `front_image_topic`, `wrist_image_topic`, `observation_timeout`.
 """
