@@ -170,6 +170,18 @@ def _check_primitive_actions() -> None:
     assert "Place.Goal(destination=" in test
 
 
+def _check_execute_task() -> None:
+    # as _check_primitive_actions: the sim and fr3 stacks run the node serving /execute_task
+    # (a relative name), and the test sends ExecuteTask goals on the sim stack
+    for name in ("sim", "fr3"):
+        stack = yaml.safe_load((ROOT / "config" / "stacks" / f"{name}.yaml").read_text())
+        assert "orchestrator_node" in {n["name"] for n in stack["nodes"]}, name
+    node = (ROOT / "src/mango/nodes/orchestrator_node.py").read_text()
+    assert 'ExecuteTask, "execute_task"' in node
+    test = (ROOT / "test/orchestrator/test_node.py").read_text()
+    assert 'load_stack("sim")' in test and 'rig.send(mode="full", monitor="oracle")' in test
+
+
 def _check_fr3_launch() -> None:
     # the launch file starts config/stacks/fr3.yaml; the README's files are its parameters
     assert "stack_launch_description(\"fr3\")" in (ROOT / "launch" / "fr3.launch.py").read_text()
@@ -387,6 +399,10 @@ WALK: dict[str, tuple[Step, ...]] = {
     "ros2 action send_goal /place mango_ros/action/Place \"{destination: 'in the basket'}\"": (
         NotHere("needs the ros2 CLI; test/primitives/test_node.py sends Place goals to the sim "
                 "stack's primitives_node", _check_primitive_actions),),
+    "ros2 action send_goal /execute_task mango_ros/action/ExecuteTask "
+    "\"{mode: full, monitor: oracle}\" --feedback": (
+        NotHere("needs the ros2 CLI; test/orchestrator/test_node.py sends ExecuteTask goals to "
+                "the sim stack's orchestrator_node", _check_execute_task),),
     "ros2 run mango_ros oracle_node --ros-args -p oracle_file:=…": (
         NotHere("needs the ros2 CLI; `python -m mango.nodes.oracle_node` is walked instead",
                 _check_ros2_run_oracle_node),),

@@ -26,10 +26,12 @@ import pytest
 from action_msgs.msg import GoalStatus, GoalStatusArray
 from geometry_msgs.msg import Point, Pose, Quaternion
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from support.ros import call_service, wait_for
 
+from mango.bags import BagReader
 from mango.client.session import StackSession
 from mango.control import load_robot
 from mango.nodes.actions import ActionClient
@@ -42,7 +44,8 @@ from mango_ros.srv import ResetScene, SetEntityPose
 JOINTS = list(load_robot("fr3").joint_names)
 SCENE = "libero10_soup_sauce_basket"
 NODES = ("sim_node", "franka_control_node", "vla_node", "perception_node", "primitives_node",
-         "orchestrator_node")
+         "orchestrator_node", "bag_recorder")
+TOPICS = ("/orchestrator_node/decisions", "/orchestrator_node/events")
 HELD_STILL = 0.05  # rad/s: joint speed below this over 0.1 s of sim time is "held"
 
 
@@ -53,6 +56,7 @@ class Rig:
     logs: dict[str, list[str]]
     task: ActionClient
     records: Path  # the node's record_dir: one JSONL episode record per goal
+    bag: Path  # the stack's recorder's bag of the orchestrator's topics
     joints: list[tuple[float, np.ndarray, float]] = field(default_factory=list)
     world: list[Any] = field(default_factory=list)
     decisions: list[dict[str, Any]] = field(default_factory=list)
@@ -125,6 +129,10 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     nodes["perception_node"].parameters.update(cameras=["front"])
     nodes["vla_node"].parameters.update(fault="wrong_object@1")
     nodes["orchestrator_node"].parameters.update(record_dir=str(records))
+    # the stack's recorder keeps the orchestrator's topics (only those here)
+    assert set(TOPICS) <= set(nodes["bag_recorder"].parameters["topics"])
+    bag = records / "bag"
+    nodes["bag_recorder"].parameters.update(output=str(bag), topics=list(TOPICS))
     stack = stack.model_copy(update={"nodes": list(nodes.values())}).in_namespace(ns)
     logs: dict[str, list[str]] = {}
     with StackSession(stack, output=lambda who, line: logs.setdefault(who, []).append(
@@ -132,7 +140,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         node = session.node
         assert node is not None
         rig = Rig(node, ns, logs, ActionClient(node, ExecuteTask, f"{ns}/execute_task"),
-                  records)
+                  records, bag)
 
         def on_joints(msg: JointState) -> None:
             names = list(msg.name)
@@ -185,7 +193,8 @@ def test_a_wrong_object_is_halted_and_recovered_with_the_grasp_tool(rig: Rig) ->
     assert len(rig.decisions) == r.decisions
     rec = [d for d in rig.decisions if d["phase"] == "recovery"]
     assert rec[0]["action"] == "grasp_tool" and rec[0]["rule"] == \
-        "recovery.wrong_object_in_hand" and "milk_1" in rec[0]["reason"]
+        "recovery.wrong_object_in_hand" and "milk_1" in rec[0]["reason"], (
+            rec[0]["reason"], rec[0]["inputs"], rig.timeline())
     assert all(d["inputs_digest"] and "latency_s" in d for d in rig.decisions)
     wait_for(lambda: len(rig.events) >= len(r.events), 5, "every world event on ~/events")
     kinds = [e["kind"] for e in rig.events]
@@ -200,6 +209,13 @@ def test_a_wrong_object_is_halted_and_recovered_with_the_grasp_tool(rig: Rig) ->
         d["rule"] for d in rig.decisions]
     assert [ln["kind"] for ln in record if ln["record"] == "world_event"
             and ln["kind"] != "completion"] == kinds
+    # and the bag has them: the decisions of this goal, the events
+    def recorded(topic: str) -> list[dict[str, Any]]:
+        return [json.loads(deserialize_message(m.data, String).data)
+                for m in BagReader(rig.bag).messages({f"{rig.ns}{topic}"})]
+    wait_for(lambda: [d["t"] for d in recorded(TOPICS[0])][-r.decisions:] == [
+        d["t"] for d in rig.decisions], 10, "the decisions in the bag")
+    assert [e["kind"] for e in recorded(TOPICS[1])][-len(kinds):] == kinds
     # the VLA was cancelled on the signal (its goal ended CANCELED), then the arm held
     assert any(GoalStatus.STATUS_CANCELED in s for _, s in rig.policy_status)
     signal = rec[0]["inputs"]["signal"]

@@ -130,17 +130,31 @@ class RosPort:
         return CLOSED_WIDTH if closed else GRIPPER_OPEN
 
     def detect(self, phrases: Sequence[str]) -> tuple[dict[str, Any], str]:
+        """Detections from a camera frame taken after this call (asked again until the frame
+        is newer than the latest world state: a frame from before the halt sees the hand
+        elsewhere), as the primitives_node does."""
         cli = self.node.detect_client
         if not cli.wait_for_service(timeout_sec=self.node.obs_timeout):
             return {}, f"{self.node.detect_name} is not available"
-        fut = cli.call_async(Detect.Request(phrases=list(phrases), camera="", max_results=1))
-        if not self._wait(fut, self.node.obs_timeout):
-            return {}, f"{self.node.detect_name} did not answer"
-        r = fut.result()
+        now = self.time
+        deadline = time.monotonic() + self.node.obs_timeout
+        while True:
+            fut = cli.call_async(Detect.Request(phrases=list(phrases), camera="",
+                                                max_results=1))
+            if not self._wait(fut, self.node.obs_timeout):
+                return {}, f"{self.node.detect_name} did not answer"
+            r = fut.result()
+            stamps = [d.header.stamp.sec + d.header.stamp.nanosec * 1e-9
+                      for d in r.detections]
+            # a stamp ahead of the world's is a frame from before a sim reset
+            fresh = not stamps or now <= min(stamps) <= self.time + 0.2
+            if fresh or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         found: dict[str, Any] = {}
         for d in r.detections:
             found.setdefault(d.phrase, detection_from_msg(d))
-        return found, r.message
+        return found, r.message if fresh else f"{r.message} (no frame newer than t={now:.2f})"
 
     # -------------------------------------------------------------- tools
     def _wait(self, fut: Any, timeout: float) -> bool:
