@@ -174,10 +174,10 @@ def test_a_bad_mode_is_rejected_with_the_reason(rig: Rig) -> None:
     assert r.result.status == ExecuteTask.Result.STATUS_REJECTED
     assert "mode" in r.result.message and "teleport" in r.result.message
     assert "vla_only" in r.result.message  # the known modes are named
-    _, res, _ = rig.send(monitor="vlm")
+    _, res, _ = rig.send(decider="oracle9")
     wait_for(res.done, 20, "the result")
     assert res.result().result.status == ExecuteTask.Result.STATUS_REJECTED
-    assert "vlm monitor" in res.result().result.message
+    assert "decider" in res.result().result.message and "vlm" in res.result().result.message
 
 
 def test_a_wrong_object_is_halted_and_recovered_with_the_grasp_tool(rig: Rig) -> None:

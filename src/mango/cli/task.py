@@ -78,7 +78,7 @@ def run(
     from mango.cli.outputs import output_dir, output_file, write_error
     from mango.errors import InputError
     from mango.oracle.world_state import write_trace
-    from mango.orchestrator.config import OrchestratorConfig
+    from mango.orchestrator.config import OrchestratorConfig, parse_backend_opts
     from mango.orchestrator.loop import run_task
     from mango.orchestrator.schemas import EpisodeRecord
     from mango.orchestrator.vlm import check_backend_config
@@ -87,15 +87,10 @@ def run(
     from mango.sim.faults import parse_fault
 
     try:
-        opts: list[tuple[str, str]] = []
-        for item in opt or []:
-            key, sep, value = item.partition("=")
-            if not sep or not key.strip():
-                raise InputError(f"expected KEY=VALUE, got {item!r}", field="--opt")
-            opts.append((key.strip(), value))
+        opts = parse_backend_opts(opt or [])
         cfg = OrchestratorConfig(mode=mode, monitor=monitor, decider=decider,
                                  monitor_hz=monitor_hz, no_progress_s=no_progress_s,
-                                 backend=backend, model=model, backend_opts=tuple(opts),
+                                 backend=backend, model=model, backend_opts=opts,
                                  vlm_monitor_hz=vlm_monitor_hz)
         check_backend_config(cfg)
         sc = as_scene(scene)

@@ -29,7 +29,8 @@ import numpy as np
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
-from sensor_msgs.msg import JointState
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 
 from mango.bags.world_state_cdr import decode_world_state
@@ -38,13 +39,15 @@ from mango.errors import InputError
 from mango.nodes.actions import ActionClient, action_server
 from mango.nodes.common import declare_parameters, positive, rate_param, run_node
 from mango.oracle.world_state import WorldState
-from mango.orchestrator.config import OrchestratorConfig
+from mango.orchestrator.config import OrchestratorConfig, parse_backend_opts
 from mango.orchestrator.loop import HALTED_SPEED, Orchestrator, TaskOutcome
 from mango.orchestrator.ports import Observer, TaskCancelled
 from mango.orchestrator.schemas import EpisodeRecord, Subgoal
 from mango.orchestrator.tools import Interrupted, ToolResult
+from mango.orchestrator.vlm import check_backend_config
 from mango.primitives.planning import GRIPPER_OPEN, parse_destination
 from mango.ros.detection_msg import detection_from_msg
+from mango.ros.images import image_to_numpy
 from mango.ros.trajectory_msg import chunk_goal
 from mango.sim.env import as_scene
 from mango.sim.scene import SceneSpec
@@ -280,6 +283,25 @@ class RosPort:
             self._held = None
         return res
 
+    def camera_image(self) -> np.ndarray:
+        """The latest image on `camera_topic`, RGB (what a model decider or monitor sees)."""
+        deadline = time.monotonic() + self.node.obs_timeout
+        while self.node._image is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        msg = self.node._image
+        if msg is None:
+            raise InputError(f"no image on '{self.node.camera_topic}' within "
+                             f"{self.node.obs_timeout:g} s (a model decider or the vlm "
+                             "monitor needs the camera)", field="camera_topic")
+        img = np.asarray(image_to_numpy(msg))
+        if msg.encoding in ("bgr8", "bgra8"):
+            img = img[..., 2::-1]
+        elif img.ndim == 3 and img.shape[2] == 4:
+            img = img[..., :3]
+        elif img.ndim == 2:
+            img = np.repeat(img[..., None], 3, axis=2)
+        return np.ascontiguousarray(img)
+
     def hold(self, seconds: float, observe: Observer) -> None:
         """Halt (the controller holds position), then watch the world for `seconds` from
         when the hand is at rest (a real arm takes a moment to stop; deliberation starts on
@@ -329,6 +351,9 @@ class OrchestratorNode(Node):
             "monitor_hz": rate_param(15.0), "no_progress_s": positive(10.0),
             "observation_timeout": positive(10.0), "tool_timeout": positive(300.0),
             "record_dir": "",
+            # what a model decider / the vlm monitor is shown, and the model behind them
+            "camera_topic": "camera/front/image_raw",
+            "model_backend": "", "model": "", "model_options": "",  # KEY=VALUE, space-separated
         })
         self.scene = as_scene(p["scene"])
         self.robot = load_robot(p["robot"])
@@ -338,6 +363,10 @@ class OrchestratorNode(Node):
         self.obs_timeout, self.tool_timeout = float(p["observation_timeout"]), \
             float(p["tool_timeout"])
         self.record_dir = Path(p["record_dir"]) if p["record_dir"] else None
+        self.camera_topic = p["camera_topic"]
+        self.model_backend, self.model = p["model_backend"] or None, p["model"] or None
+        self.model_options = parse_backend_opts(p["model_options"].split(), "model_options")
+        self._image: Image | None = None
         self.world_topic, self.detect_name = p["world_state_topic"], p["detect_service"]
         self._latest_raw: bytes | None = None
         self._latest: tuple[bytes, WorldState] | None = None
@@ -353,6 +382,8 @@ class OrchestratorNode(Node):
                                  callback_group=sensors, raw=True)
         self.create_subscription(JointState, p["joint_states_topic"], self._on_joints, 10,
                                  callback_group=sensors)
+        self.create_subscription(Image, self.camera_topic, self._on_image,
+                                 qos_profile_sensor_data, callback_group=sensors)
         self.vla_client = ActionClient(self, RunPolicy, p["run_policy_action"],
                                        callback_group=group)
         self.grasp_client = ActionClient(self, Grasp, p["grasp_action"], callback_group=group)
@@ -394,6 +425,9 @@ class OrchestratorNode(Node):
         self._latest = (data, state)
         port.push(state)
 
+    def _on_image(self, msg: Image) -> None:
+        self._image = msg  # kept as it came; decoded only when a model is shown it
+
     def _on_joints(self, msg: JointState) -> None:
         if set(self.robot.joint_names) <= set(msg.name):
             self.joints = msg
@@ -434,7 +468,10 @@ class OrchestratorNode(Node):
             cfg = OrchestratorConfig(
                 mode=goal.mode or "full", monitor=goal.monitor or "oracle",
                 decider=goal.decider or "offline", monitor_hz=self.monitor_hz,
-                no_progress_s=self.no_progress_s, horizon_s=goal.time_budget or None)
+                no_progress_s=self.no_progress_s, horizon_s=goal.time_budget or None,
+                backend=self.model_backend, model=self.model,
+                backend_opts=self.model_options)
+            check_backend_config(cfg)
             if goal.time_budget < 0:
                 raise InputError("time_budget must be 0 (the default) or positive",
                                  field="time_budget")

@@ -3,6 +3,7 @@ path written for one variant."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -95,3 +96,14 @@ class OrchestratorConfig:
     @property
     def spec(self) -> ModeSpec:
         return MODES[self.mode]
+
+
+def parse_backend_opts(items: Sequence[str], field: str = "--opt") -> tuple[tuple[str, str], ...]:
+    """`KEY=VALUE` items (the CLI's repeated `--opt`, the node's `model_options`) as pairs."""
+    out: list[tuple[str, str]] = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"expected KEY=VALUE, got {item!r}", field=field)
+        out.append((key.strip(), value))
+    return tuple(out)
