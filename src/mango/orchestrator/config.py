@@ -14,7 +14,7 @@ class ModeSpec:
     """A mode: the tool that executes a subgoal and the decisions (action, tool) allowed."""
 
     name: str
-    executor: Literal["vla", "tools"]
+    executor: Literal["vla", "tools", "motion"]
     pairs: frozenset[tuple[str, str]]  # allowed (action, tool) decisions
 
     def allows(self, action: str, tool: str = "noop") -> bool:
@@ -34,11 +34,13 @@ MODES: dict[str, ModeSpec] = {
     "full": ModeSpec("full", "vla", frozenset(
         _ROUTE | {("continue", "vla"), ("rewrite", "vla"), ("grasp_tool", "grasp"),
                   ("place_tool", "place")})),
+    # MotorMind's roles around mid-level motion batches (`orchestrator.motor`)
+    "motor": ModeSpec("motor", "motion", frozenset(_ROUTE)),
 }
 MONITORS = ("none", "oracle", "gt", "vlm")
 DECIDERS = ("offline", "local", "vlm")
 NOT_BUILT = {
-    "mode": {"motor": "MotorMind's motor mode (ExecuteMotion batches) is not built yet"},
+    "mode": {},
     "monitor": {"vlm": "the vlm monitor (images at a rate to a model) is not built yet"},
     "decider": {"vlm": "the vlm decider is not built yet (use --decider offline)",
                 "local": "the local llama.cpp decider is not built yet (use --decider offline)"},
@@ -61,7 +63,7 @@ class OrchestratorConfig:
     horizon_s: float | None = None  # robot time budget (default: the scene's horizon x 2)
 
     def __post_init__(self) -> None:
-        for key, value, known in (("mode", self.mode, (*MODES, "motor")),
+        for key, value, known in (("mode", self.mode, tuple(MODES)),
                                   ("monitor", self.monitor, MONITORS),
                                   ("decider", self.decider, DECIDERS)):
             if value not in known:
