@@ -102,6 +102,8 @@ class EnvMotionBackend:
         self.drop_at = drop_at
         self.dropped_t: float | None = None
         self.forced_open = False  # the drop fault holds the hand open until a gripper command
+        self.commands: list[MotionCommand] = []  # the batch being executed, and which command
+        self.index = 0
 
     def measured(self) -> JointMeasured:
         # the finger joints can read a hair past the full opening: the width is clamped
@@ -126,9 +128,8 @@ class EnvMotionBackend:
         drop_k = self._drop_row(traj, n)
         # an arm motion plans the gripper at its measured width: like the Franka Hand, whose
         # grasp holds until the next gripper command, the gripper keeps its last command then
-        grip = traj.gripper
-        keep = grip is None or float(np.max(np.abs(np.asarray(grip) - self.env.gripper_width()))
-                                     ) < 1e-3
+        cmd = self.commands[self.index] if self.index < len(self.commands) else None
+        keep = traj.gripper is None or cmd is None or not cmd.kind.startswith("gripper")
         for k in range(1, n + 1):
             if run.stop.is_set():
                 self.hold()
@@ -201,8 +202,14 @@ class MotorController:
         run = self.slot.begin(handle)
         self._handle = handle
         p0 = self.arm.kinematics.fk(self.backend.env.joint_positions())[0]
+        self.backend.commands, self.backend.index = list(commands), 0
+
+        def boundary(i: int, _pose: Any) -> None:
+            self.backend.index = i + 1
+            on_command(i)
+
         try:
-            res = self.arm.run_motion(run, lambda: commands, lambda i, _pose: on_command(i))
+            res = self.arm.run_motion(run, lambda: commands, boundary)
         finally:
             self._handle = None
             self.slot.end(run)
@@ -414,7 +421,8 @@ class MotorOrchestrator(Orchestrator):
             t=self.env.time, subgoal=sg, hand=np.asarray(p, float) + self.base,
             opening_yaw=math.atan2(float(rot[1, 1]), float(rot[0, 1])), q7=float(q[6]),
             q7_range=(lo, hi), width=width, width_cmd=cmd,
-            holding=cmd < 0.01 and width > MIN_HELD_WIDTH, object_det=obj,
+            # commanded closed and stopped by something: not on air, not held open
+            holding=cmd < 0.01 and MIN_HELD_WIDTH < width < GRIPPER_OPEN - 0.01, object_det=obj,
             destination_det=dest, at_destination=at, completed=self._done_now(),
             travel_z=self.prims.travel_z, table_z=self.scene.table.height, memory=memory,
             others=[d for p, d in found.items() if p not in asked],
