@@ -88,7 +88,7 @@ def test_measured_release_settles_it_before_the_model_verifier(server: ChatServe
 
     server.default = answer
     roles = MotorRoles(verifier=VlmVerifier(_backend(server)))
-    out, rec = _run(roles, fault="drop@0.5", horizon=15.0)
+    out, _rec = _run(roles, fault="drop@0.5", horizon=15.0)
     verifies = [d for d in out.decisions if d["role"] == "verifier"]
     measured = [d for d in verifies if d["settled_by"] == "measurement"]
     assert len(measured) == 1 and measured[0]["outcome"] == "failed"
@@ -109,7 +109,7 @@ def test_schema_and_conversion_errors_go_back_to_the_proposer(server: ChatServer
                                   "actions": [{"kind": "move", "direction": "up", "mm": 30}]})))
     server.default = lambda _body: Reply(content=WAIT)
     roles = MotorRoles(executor=VlmExecutor(_backend(server)))
-    out, rec = _run(roles, horizon=0.5)
+    _out, rec = _run(roles, horizon=0.5)
     rejected = _lines(rec, "proposal_rejected", attempt=1)
     assert [r["try_"] for r in rejected] == [0, 1]
     assert "confidence" in rejected[0]["problem"]
@@ -156,15 +156,13 @@ def test_memory_never_blocks_the_next_attempt(server: ChatServer) -> None:
     server.push(Reply(content=json.dumps({"note": "note A"})),
                 Reply(content=json.dumps({"note": "note B"}), delay=6.0))
     roles = MotorRoles(memory=VlmMemory(_backend(server)))
-    t0 = time.monotonic()
-    out, rec = _run(roles, horizon=9.0)
+    _out, rec = _run(roles, horizon=9.0)
     starts = _lines(rec, "attempt_start")
     assert len(starts) >= 3
     # attempt 3 starts while note 2 is still being written, and plans on note 1
     assert starts[2]["memory_seq"] == 1 and starts[2]["memory_pending"] >= 1
     notes = _lines(rec, "memory_note")
     assert notes[0]["note"] == "note A"
-    assert time.monotonic() - t0 < 6.0 + 20.0  # the episode did not sit out the slow note
     assert not any(n["note"] == "note B" and n["t"] < starts[2]["t"] for n in notes)
 
 
