@@ -33,7 +33,6 @@ from mango.control.joint_state import Measured as JointMeasured
 from mango.control.motion import MotionCommand
 from mango.control.robot import load_robot
 from mango.control.trajectory import JointTrajectory
-from mango.control.validation import GoalRejected
 from mango.errors import InputError
 from mango.geometry import quat_to_mat
 from mango.oracle.predicates import StateView, Thresholds, p_in, p_on
@@ -178,17 +177,6 @@ class MotorController:
         self.arm = ArmController(self.robot, kinematics, backend, backend.env.dt)
         self.slot = GoalSlot()
         self._handle: object | None = None
-
-    def check(self, commands: list[MotionCommand]) -> str | None:
-        """Why the batch cannot run (planned from the measured state), or None."""
-        if not commands:
-            return None
-        m = self.backend.measured()
-        try:
-            self.arm.planner.plan_all(commands, m.q, m.width or 0.0)
-        except GoalRejected as exc:
-            return exc.reason
-        return None
 
     def stop_at_boundary(self) -> None:
         """A STOP: the batch ends at its next command boundary (ExecuteMotion's cancel)."""
@@ -381,6 +369,7 @@ class MotorOrchestrator(Orchestrator):
         self._monitor_ctx: AttemptMonitor | None = None
         self._expect_holding: bool | None = None
         self._next_view = 0.0
+        self._seen: Observation | None = None  # the last observation (reused if nothing moved)
 
     # -- the clock: every period feeds the attempt's monitoring context at the monitor rate
     def _motor_step(self, row: np.ndarray) -> WorldState:
@@ -438,31 +427,51 @@ class MotorOrchestrator(Orchestrator):
         r = self.controller.robot
         return float(r.position_lower[6]), float(r.position_upper[6])
 
-    def _propose(self, obs: Observation, attempt: int) -> tuple[ActionBatch | None,
-                                                                list[MotionCommand]]:
-        """Ask the executor; schema and conversion errors go back to it (bounded)."""
-        feedback: str | None = None
+    def _propose(self, obs: Observation, attempt: int, k: int, feedback: str | None
+                 ) -> tuple[ActionBatch | None, list[MotionCommand], str | None]:
+        """Ask the executor once: (batch, its commands, None) or (…, why it cannot run)."""
         ex = self.roles.executor
-        for k in range(self.settings.proposal_retries + 1):
-            t0 = time.perf_counter()
-            try:
-                batch = ex.propose(obs, feedback)
-                commands = batch.commands()
-                problem = self.controller.check(commands)
-            except Exception as exc:  # the backend's schema failure, or a conversion error
-                batch, commands, problem = None, [], f"{type(exc).__name__}: {exc}"
-            latency = time.perf_counter() - t0
-            if problem is None and batch is not None:
-                self._decision("executor", ex.name, batch.rule, "propose", latency,
-                               obs.summary(), attempt=attempt, try_=k,
-                               **batch.model_dump(exclude={"rule"}))
-                return batch, commands
-            self.record.write("proposal_rejected", self.env.time, role="executor",
-                              decider=ex.name, attempt=attempt, try_=k, problem=problem,
-                              batch=batch.model_dump() if batch is not None else None)
-            feedback = (f"Your previous proposal could not be executed: {problem}. Answer "
-                        "again with a corrected batch.")
-        return None, []
+        t0 = time.perf_counter()
+        try:
+            batch = ex.propose(obs, feedback)
+            commands = batch.commands()
+        except Exception as exc:  # the backend's schema failure, or a conversion error
+            return None, [], f"{type(exc).__name__}: {exc}"
+        self._decision("executor", ex.name, batch.rule, "propose", time.perf_counter() - t0,
+                       obs.summary(), attempt=attempt, try_=k,
+                       **batch.model_dump(exclude={"rule"}))
+        return batch, commands, None
+
+    def _reject(self, attempt: int, k: int, problem: str, batch: ActionBatch | None) -> str:
+        """A proposal that cannot run goes back to the proposer with the reason."""
+        self.record.write("proposal_rejected", self.env.time, role="executor",
+                          decider=self.roles.executor.name, attempt=attempt, try_=k,
+                          problem=problem,
+                          batch=batch.model_dump() if batch is not None else None)
+        return (f"Your previous proposal could not be executed: {problem}. Answer again "
+                "with a corrected batch.")
+
+    def _execute(self, batch: ActionBatch, commands: list[MotionCommand], attempt: int
+                 ) -> tuple[Measured, list[Alert]]:
+        """Run a batch under its own monitoring context (opened and closed here)."""
+        self._expect_holding = batch.expect_holding
+        mon = AttemptMonitor(attempt, self.roles.monitor, self.record,
+                             self.controller.stop_at_boundary, lambda: self.env.time)
+        self._monitor_ctx = mon
+        self._next_view = self.env.time
+        sync = self.settings.monitor_sync_s if getattr(
+            self.roles.monitor, "synchronous", False) else 0.0
+        try:
+            if commands:
+                measured, _ = self.controller.execute(
+                    commands, lambda _i: _sync_at_boundary(mon, sync))
+            else:
+                measured = Measured(0, 0, "succeeded", "nothing to run")
+            _sync_at_boundary(mon, sync)
+        finally:
+            self._monitor_ctx = None
+            alerts = mon.end()
+        return measured, alerts
 
     def _decision(self, role: str, decider: str, rule: str | None, action: str,
                   latency: float, inputs: dict[str, Any], **data: Any) -> None:
@@ -595,54 +604,52 @@ class MotorOrchestrator(Orchestrator):
     def _attempt(self, sg: Subgoal, attempt: int, note: str
                  ) -> tuple[ActionBatch | None, Measured, list[Alert], Verdict]:
         """One attempt: propose, execute under its own monitoring context, verify."""
-        obs = self._observation(sg, note)
-        batch, commands = self._propose(obs, attempt)
+        obs = self._seen if self._seen is not None and self._seen.t == self.env.time and \
+            self._seen.subgoal.id == sg.id else self._observation(sg, note)
+        obs.memory = note
+        feedback: str | None = None
+        batch: ActionBatch | None = None
+        measured = Measured(0, 0, "rejected", "no executable proposal")
+        alerts: list[Alert] = []
+        for k in range(self.settings.proposal_retries + 1):
+            batch, commands, problem = self._propose(obs, attempt, k, feedback)
+            if problem is None and batch is not None:
+                measured, alerts = self._execute(batch, commands, attempt)
+                # the controller plans the whole batch before it moves: a refusal is news
+                # for the proposer, not an outcome
+                if measured.status != "rejected":
+                    break
+                problem = measured.message
+            feedback = self._reject(attempt, k, problem or "", batch)
+            batch = None
         if batch is None:
             verdict = Verdict(outcome="failed", reason="no executable proposal",
                               rule="verify.no_proposal")
-            measured = Measured(0, 0, "rejected", "no executable proposal")
-            alerts: list[Alert] = []
-            after = obs
-        else:
-            self._expect_holding = batch.expect_holding
-            held_before = obs.holding
-            mon = AttemptMonitor(attempt, self.roles.monitor, self.record,
-                                 self.controller.stop_at_boundary,
-                                 lambda: self.env.time)
-            self._monitor_ctx = mon
-            self._next_view = self.env.time
-            sync = self.settings.monitor_sync_s if getattr(
-                self.roles.monitor, "synchronous", False) else 0.0
-            if commands:
-                measured, _ = self.controller.execute(
-                    commands, lambda _i: _sync_at_boundary(mon, sync))
-            else:
-                measured = Measured(0, 0, "succeeded", "nothing to run")
-            if sync:
-                mon.sync(sync)
-            self._monitor_ctx = None
-            alerts = mon.end()
-            self._width = self.backend._width_out()
-            after = self._observation(sg, note)
-            closed = self.backend.width_cmd < 0.01
-            measured.lost_grasp = held_before and closed and \
-                after.width <= MIN_HELD_WIDTH
-            measured.released = held_before and closed and \
-                after.width > GRIPPER_OPEN - 0.01
-            self.record.write("motion", self.env.time, attempt=attempt, subgoal=sg.id,
-                              commands=[a.describe() for a in batch.actions],
-                              **measured.__dict__)
-            t0 = time.perf_counter()
-            verdict = self._verify(after, batch, measured, alerts, attempt)
-            self._decision("verifier", self.roles.verifier.name if
-                           verdict.settled_by != "measurement" else "measurement",
-                           verdict.rule, "verify", time.perf_counter() - t0,
-                           after.summary(), attempt=attempt,
-                           **verdict.model_dump(exclude={"rule"}))
-            if self.backend.dropped_t is not None and self.backend.drop_at is not None:
-                self.record.write("fault", self.backend.dropped_t, fault=str(self.fault),
-                                  note="the hand let go while carrying")
-                self.backend.drop_at = None
+            self._seen = obs
+            return None, measured, alerts, verdict
+        held_before = obs.holding
+        self._width = self.backend._width_out()
+        after = self._observation(sg, note)
+        self._seen = after
+        closed = self.backend.width_cmd < 0.01
+        measured.lost_grasp = held_before and closed and \
+            after.width <= MIN_HELD_WIDTH
+        measured.released = held_before and closed and \
+            after.width > GRIPPER_OPEN - 0.01
+        self.record.write("motion", self.env.time, attempt=attempt, subgoal=sg.id,
+                          commands=[a.describe() for a in batch.actions],
+                          **measured.__dict__)
+        t0 = time.perf_counter()
+        verdict = self._verify(after, batch, measured, alerts, attempt)
+        self._decision("verifier", self.roles.verifier.name if
+                       verdict.settled_by != "measurement" else "measurement",
+                       verdict.rule, "verify", time.perf_counter() - t0,
+                       after.summary(), attempt=attempt,
+                       **verdict.model_dump(exclude={"rule"}))
+        if self.backend.dropped_t is not None and self.backend.drop_at is not None:
+            self.record.write("fault", self.backend.dropped_t, fault=str(self.fault),
+                              note="the hand let go while carrying")
+            self.backend.drop_at = None
         return batch, measured, alerts, verdict
 
     def _revise(self, queue_ids: list[str], sg: Subgoal, verdict: Verdict,
