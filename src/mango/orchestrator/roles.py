@@ -31,7 +31,9 @@ from mango.primitives.planning import (
     GRIPPER_OPEN,
     PlaceRequest,
     PlaceTarget,
+    TableArea,
     container_target,
+    empty_space_target,
     footprint_extents,
     parse_destination,
     plan_grasp,
@@ -198,6 +200,7 @@ class Observation:
     travel_z: float  # carrying height (world z)
     table_z: float
     others: list[Detection] = field(default_factory=list)  # the other movable objects seen
+    table_area: TableArea | None = None  # where empty space may be found
     memory: str = ""  # the latest completed memory note
     frame: object | None = None  # the RGB-D frame the detections came from
 
@@ -335,11 +338,14 @@ class OfflineExecutor:
     # the release point chosen when a carry starts, kept while carrying: the held object
     # hides part of the destination from the camera and would shift its perceived box
     _release: dict[str, PlaceTarget] = field(default_factory=dict)
+    _grip: dict[str, tuple[float, np.ndarray]] = field(default_factory=dict)
 
     def propose(self, obs: Observation, feedback: str | None) -> ActionBatch:
         sg = obs.subgoal
         if not obs.holding:
             self._release.pop(sg.id, None)
+        else:
+            self._grip.pop(sg.id, None)
         if sg.id in obs.completed or (obs.at_destination and not obs.holding):
             return _batch("the subgoal's criterion holds", True, "nothing", [], None,
                           "executor.criterion_holds", 0.95)
@@ -376,7 +382,13 @@ class OfflineExecutor:
             return _batch(f"the {obs.subgoal.object_phrase} is {np.hypot(*dxy) * 100:.1f} cm "
                           "away in the plane", False, "the hand over the object", acts, False,
                           "executor.go_over_object", 0.8)
-        turn = _nearest_turn(g.opening_yaw - obs.opening_yaw)
+        # the finger direction chosen over the object is kept while it stays put: the hand
+        # itself hides part of it from the camera, and a near-square box's yaw flips
+        yaw, at = self._grip.get(obs.subgoal.id, (g.opening_yaw, g.grasp[:2]))
+        if float(np.hypot(*(at - g.grasp[:2]))) > 0.02:
+            yaw, at = g.opening_yaw, g.grasp[:2]
+        self._grip[obs.subgoal.id] = (yaw, at)
+        turn = _nearest_turn(yaw - obs.opening_yaw)
         if abs(turn) > self.yaw_tol:
             lo, hi = obs.q7_range
             # the wrist turns against the hand's yaw (the hand points down): keep it in range
@@ -441,7 +453,15 @@ def _place_target(req: PlaceRequest, dest: Detection, obs: Observation):  # type
         return _free_spot(container_target(dest), dest, obs)
     if req.kind == "on":
         return surface_target(dest, obs.frame)  # type: ignore[arg-type]
-    return None
+    if obs.table_area is None or obs.object_det is None:
+        return None
+    # executor.empty_space: the free table cell nearest the anchor, on its side
+    major, minor = footprint_extents(obs.object_det)
+    try:
+        return empty_space_target(obs.table_area, [*obs.others, dest],
+                                  math.hypot(major, minor) / 2, dest, req.side)
+    except (LookupError, ValueError):
+        return None
 
 
 def _free_spot(target: PlaceTarget, dest: Detection, obs: Observation) -> PlaceTarget:
