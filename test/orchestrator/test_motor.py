@@ -153,17 +153,31 @@ def test_a_late_monitor_or_verifier_answer_of_an_ended_attempt_is_discarded(
 
 
 def test_memory_never_blocks_the_next_attempt(server: ChatServer) -> None:
-    server.push(Reply(content=json.dumps({"note": "note A"})),
-                Reply(content=json.dumps({"note": "note B"}), delay=6.0))
-    roles = MotorRoles(memory=VlmMemory(_backend(server)))
-    _out, rec = _run(roles, horizon=9.0)
-    starts = _lines(rec, "attempt_start")
-    assert len(starts) >= 3
-    # attempt 3 starts while note 2 is still being written, and plans on note 1
-    assert starts[2]["memory_seq"] == 1 and starts[2]["memory_pending"] >= 1
-    notes = _lines(rec, "memory_note")
-    assert notes[0]["note"] == "note A"
-    assert not any(n["note"] == "note B" and n["t"] < starts[2]["t"] for n in notes)
+    notes = iter([Reply(content=json.dumps({"note": "note A"})),
+                  Reply(content=json.dumps({"note": "note B"}), delay=6.0)])
+
+    def answer(body: dict[str, Any]) -> Reply:
+        if "You keep the task memory" in _prompt(body):
+            return next(notes, Reply(content=json.dumps({"note": "later"})))
+        return Reply(content=WAIT)
+
+    server.default = answer
+    backend = _backend(server)
+    roles = MotorRoles(executor=VlmExecutor(backend), memory=VlmMemory(backend))
+    _out, rec = _run(roles, horizon=2.0)
+    starts = [(i, ln) for i, ln in enumerate(rec.lines) if ln["record"] == "attempt_start"]
+    for i, ln in starts:  # each attempt reads the latest note completed before it started
+        done = [n for n in rec.lines[:i] if n["record"] == "memory_note"]
+        assert ln["memory_seq"] == (done[-1]["seq"] if done else 0)
+    # note 2 (submitted after attempt 2) takes 6 s: every later attempt started without it
+    later = [ln for _i, ln in starts if ln["attempt"] >= 3]
+    assert len(later) >= 2
+    assert all(ln["memory_seq"] <= 1 and ln["memory_pending"] >= 1 for ln in later)
+    on_a = [ln for ln in later if ln["memory_seq"] == 1]
+    assert on_a, "no attempt planned on the completed note A"
+    asked = [r for r in server.requests if "You are the Executor" in _prompt(r.body)]
+    prompt = _prompt(asked[on_a[0]["attempt"] - 1].body)  # one request per attempt here
+    assert "note A" in prompt and "note B" not in prompt
 
 
 def test_actions_convert_to_motion_commands_or_name_the_field() -> None:

@@ -343,10 +343,11 @@ class MemoryWriter:
                 with self._lock:
                     self._seq = seq
                 continue
-            with self._lock:
-                self._note, self._seq = note, seq
+            # recorded before it is published: an attempt that reads it comes after its line
             self.record.write("memory_note", self.now(), seq=seq, memory=self.role.name,
                               note=note)
+            with self._lock:
+                self._note, self._seq = note, seq
 
 
 # ---------------------------------------------------------------------- the loop
