@@ -55,6 +55,8 @@ from mango.orchestrator.roles import (
     PlannerRole,
     Verdict,
     VerifierRole,
+    measure_grip,
+    settled_by_measurement,
 )
 from mango.orchestrator.schemas import EpisodeRecord, Subgoal
 from mango.policy.kinematics import make_kinematics
@@ -490,13 +492,9 @@ class MotorOrchestrator(Orchestrator):
                 alerts: list[Alert], attempt: int) -> Verdict:
         """A measured lost grasp or release settles it; else the verifier, awaited at most
         `verifier_timeout_s` (a later answer is discarded)."""
-        if measured.lost_grasp or measured.released:
-            what = "lost grasp" if measured.lost_grasp else "release"
-            return Verdict(outcome="failed", reason=f"measured {what}: fingers at "
-                           f"{obs.width * 1000:.1f} mm, commanded {obs.width_cmd * 1000:.0f} mm",
-                           rule="verify.measured_" + ("lost_grasp" if measured.lost_grasp
-                                                      else "release"),
-                           settled_by="measurement")
+        settled = settled_by_measurement(obs, measured)
+        if settled is not None:
+            return settled
         role = self.roles.verifier
         box: dict[str, Any] = {}
         done = threading.Event()
@@ -633,11 +631,7 @@ class MotorOrchestrator(Orchestrator):
         self._width = self.backend._width_out()
         after = self._observation(sg, note)
         self._seen = after
-        closed = self.backend.width_cmd < 0.01
-        measured.lost_grasp = held_before and closed and \
-            after.width <= MIN_HELD_WIDTH
-        measured.released = held_before and closed and \
-            after.width > GRIPPER_OPEN - 0.01
+        measure_grip(measured, held_before, after)
         self.record.write("motion", self.env.time, attempt=attempt, subgoal=sg.id,
                           commands=[a.describe() for a in batch.actions],
                           **measured.__dict__)

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mango.control.motion import MotionCommand
 from mango.orchestrator.schemas import Plan, Subgoal
 from mango.perception.base import Detection
+from mango.primitives.executor import MIN_HELD_WIDTH
 from mango.primitives.planning import (
     GRIPPER_OPEN,
     PlaceRequest,
@@ -539,6 +540,24 @@ class OfflineMonitor:
                              detail=f"fingers at {obs.width * 1000:.1f} mm while carrying",
                              rule="monitor.grasp_lost"))
         return out
+
+
+def measure_grip(measured: Measured, held_before: bool, after: Observation) -> None:
+    """What the fingers say about a grasp the attempt started with (commanded closed all
+    along): on nothing now (lost), or wide open (let go without a command)."""
+    closed = after.width_cmd < 0.01
+    measured.lost_grasp = held_before and closed and after.width <= MIN_HELD_WIDTH
+    measured.released = held_before and closed and after.width > GRIPPER_OPEN - 0.01
+
+
+def settled_by_measurement(obs: Observation, measured: Measured) -> Verdict | None:
+    """A measured lost grasp or release settles an attempt before any verifier is asked."""
+    if not (measured.lost_grasp or measured.released):
+        return None
+    what = "lost_grasp" if measured.lost_grasp else "release"
+    return Verdict(outcome="failed", reason=f"measured {what.replace('_', ' ')}: fingers at "
+                   f"{obs.width * 1000:.1f} mm, commanded {obs.width_cmd * 1000:.0f} mm",
+                   rule=f"verify.measured_{what}", settled_by="measurement")
 
 
 class OfflineVerifier:
