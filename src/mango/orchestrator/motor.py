@@ -418,7 +418,7 @@ class MotorOrchestrator(Orchestrator):
             destination_det=dest, at_destination=at, completed=self._done_now(),
             travel_z=self.prims.travel_z, table_z=self.scene.table.height, memory=memory,
             others=[d for p, d in found.items() if p not in asked],
-            table_area=self.prims.executor.area,
+            table_area=self.prims.executor.area, monitored=self.cfg.monitor != "none",
             frame=self.prims.last_frame)
 
     @staticmethod

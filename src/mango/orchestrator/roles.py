@@ -202,8 +202,17 @@ class Observation:
     table_z: float
     others: list[Detection] = field(default_factory=list)  # the other movable objects seen
     table_area: TableArea | None = None  # where empty space may be found
+    monitored: bool = True  # a monitor reports completions (else perception judges)
     memory: str = ""  # the latest completed memory note
     frame: object | None = None  # the RGB-D frame the detections came from
+
+    def criterion_holds(self) -> bool:
+        """The monitor's completion when there is a monitor (the oracle's word); else the
+        relation on the perceived boxes (a box around a microwave also holds what stands
+        in front of it, so perception is the fallback, not the judge)."""
+        if self.monitored:
+            return self.subgoal.id in self.completed
+        return bool(self.at_destination) and not self.holding
 
     def summary(self) -> dict[str, object]:
         """As data for a model's prompt and for the record."""
@@ -347,7 +356,7 @@ class OfflineExecutor:
             self._release.pop(sg.id, None)
         else:
             self._grip.pop(sg.id, None)
-        if sg.id in obs.completed or (obs.at_destination and not obs.holding):
+        if obs.criterion_holds():
             return _batch("the subgoal's criterion holds", True, "nothing", [], None,
                           "executor.criterion_holds", 0.95)
         if not sg.destination_phrase:
@@ -569,7 +578,7 @@ class OfflineVerifier:
 
     def verify(self, obs: Observation, batch: ActionBatch, measured: Measured,
                alerts: list[Alert]) -> Verdict:
-        if obs.subgoal.id in obs.completed or (obs.at_destination and not obs.holding):
+        if obs.criterion_holds():
             return Verdict(outcome="done", reason="the subgoal's criterion holds",
                            rule="verify.criterion_holds")
         stops = [a for a in alerts if a.level == "stop"]
