@@ -97,8 +97,9 @@ class EnvMotionBackend:
     the loop's stepper (the sim is its own clock: no wall-time pacing). `drop` (a fault of the
     motion tool, as the VLA's) opens the hand part way through the first carry."""
 
-    def __init__(self, orch: Orchestrator, step: Stepper, drop_at: float | None = None) -> None:
-        self.orch, self.env, self.step = orch, orch.env, step
+    def __init__(self, orch: Orchestrator, step: Stepper, kinematics: Any,
+                 drop_at: float | None = None) -> None:
+        self.env, self.step, self.kinematics = orch.env, step, kinematics
         self.width_cmd = GRIPPER_OPEN
         self.drop_at = drop_at
         self.dropped_t: float | None = None
@@ -157,15 +158,11 @@ class EnvMotionBackend:
             return None
         if self.width_cmd > 0.01 or self.env.gripper_width() <= MIN_HELD_WIDTH:
             return None
-        kin = self.orch_kin
+        kin = self.kinematics
         a, b = kin.fk(traj.positions[0])[0], kin.fk(traj.positions[-1])[0]
         if float(np.hypot(*(b - a)[:2])) < 0.05:
             return None
         return max(1, round(self.drop_at * n))
-
-    @property
-    def orch_kin(self) -> Any:
-        return self.orch.motion_kinematics  # type: ignore[attr-defined]
 
 
 class MotorController:
@@ -540,7 +537,7 @@ class MotorOrchestrator(Orchestrator):
         if self.fault is not None:
             inj = FaultInjector(self.scene, self.fault)  # refuses a fault the task cannot have
             drop_at = self.fault.when if inj.fault is not None else None
-        self.backend = EnvMotionBackend(self, self._motor_step, drop_at)
+        self.backend = EnvMotionBackend(self, self._motor_step, self.motion_kinematics, drop_at)
         self.controller = MotorController(self.backend, self.motion_kinematics)
         self.plan = make_plan(self.scene, self.instruction, state, self.oracle)
         self.monitor = self._make_monitor()
