@@ -212,7 +212,8 @@ faults: [drop@0.5]
     (cmp,) = rep["comparisons"]
     assert {cmp["a"], cmp["b"]} == {"vla", "full-oracle"} and 0 <= cmp["p"] <= 1
     # what the orchestrator has not built is refused before anything runs, naming the field
-    bad = _write(tmp_path, path.read_text().replace("mode: full", "mode: motor"), "bad.yaml")
+    bad = _write(tmp_path, path.read_text().replace("decider: offline", "decider: local"),
+                 "bad.yaml")
     with pytest.raises(InputError) as err:
         load_campaign(bad)
-    assert err.value.field == "systems[1].mode" and "not built yet" in err.value.message
+    assert err.value.field == "systems[1].decider" and "not built yet" in err.value.message

@@ -57,7 +57,8 @@ def test_the_timeline_shows_subgoals_halts_decisions_and_step_verdicts() -> None
 @pytest.mark.parametrize(("args", "message"), [
     (["--scene", "nope", "--mode", "full", "--monitor", "oracle"], "unknown scene 'nope'"),
     (["--scene", "stove_moka", "--mode", "fast", "--monitor", "oracle"], "unknown mode 'fast'"),
-    (["--scene", "stove_moka", "--mode", "motor", "--monitor", "oracle"], "not built yet"),
+    (["--scene", "soup_sauce_basket", "--mode", "motor", "--monitor", "oracle", "--fault",
+      "stall@3"], "only drop applies to its motions"),
     (["--scene", "stove_moka", "--mode", "full", "--monitor", "vlm", "--opt", "base_url"],
      "expected KEY=VALUE"),
     (["--scene", "stove_moka", "--mode", "full", "--monitor", "gt", "--model", "m"],

@@ -37,7 +37,7 @@ def _group() -> None:
 def run(
     scene: Annotated[str, typer.Option("--scene", "-s", help="Scene name or YAML path.")],
     mode: Annotated[str, typer.Option(
-        "--mode", help="vla_only | tools_only | full | motor (not built yet).")],
+        "--mode", help="vla_only | tools_only | full | motor.")],
     monitor: Annotated[str, typer.Option(
         "--monitor", help="none | oracle | gt | vlm (a model looks at the camera).")],
     seed: Annotated[int, typer.Option("--seed", help="Initial-placement seed.")] = 0,
@@ -79,7 +79,7 @@ def run(
     from mango.errors import InputError
     from mango.oracle.world_state import write_trace
     from mango.orchestrator.config import OrchestratorConfig, parse_backend_opts
-    from mango.orchestrator.loop import run_task
+    from mango.orchestrator.runs import run_episode
     from mango.orchestrator.schemas import EpisodeRecord
     from mango.orchestrator.vlm import check_backend_config
     from mango.policy.presets import PolicyError
@@ -107,7 +107,7 @@ def run(
     from mango.llm.backend import BackendError
 
     try:
-        out = run_task(sc, seed, cfg, flt, instruction, rec)
+        out = run_episode(sc, seed, cfg, flt, instruction, rec)
     except (InputError, PolicyError, BackendError) as exc:
         _fail(str(exc), 2)
     result = out.to_json()
@@ -126,6 +126,22 @@ def run(
         _timeline(out, rec.lines, result)
     if out.verdict is not None:
         exit_for(out.verdict["verdict"], exit_code)
+
+
+def _motor_decision(ln: dict[str, Any]) -> str:
+    """One role decision of mode motor, in a line."""
+    head = f"{ln['role']} [{ln['decider']}:{ln['rule']}]"
+    if ln["action"] == "propose":
+        acts = ", ".join(a["kind"] if a["kind"] == "home" else
+                         " ".join(str(a[k]) for k in ("kind", "gripper", "direction", "mm",
+                                                      "axis", "degrees", "width_mm",
+                                                      "seconds") if a.get(k) is not None)
+                         for a in ln["actions"])
+        return f"{head} {ln['assessment']} -> [{acts}] expect {ln['expect']!r}" + (
+            " (done)" if ln["done"] else "")
+    if ln["action"] == "verify":
+        return f"{head} {ln['outcome']}: {ln['reason']}"
+    return f"{head} revise: remaining {ln.get('remaining')} - {ln.get('reason', '')}"
 
 
 def _timeline(out: Any, lines: list[dict[str, Any]], result: dict[str, Any]) -> None:
@@ -151,6 +167,19 @@ def _timeline(out: Any, lines: list[dict[str, Any]], result: dict[str, Any]) -> 
                             f"(subgoal {ln['subgoal']}) {ln['detail']}"))
         elif r == "halt":
             rows.append((t, f"HALT ({ln['reason']})"))
+        elif r == "decision" and "role" in ln:  # mode motor: MotorMind's roles
+            rows.append((t, _motor_decision(ln)))
+        elif r == "motion":
+            rows.append((t, f"controller {ln['status']}: {ln['executed']}/{ln['total']} "
+                            f"commands, hand moved {ln['displacement_mm']} mm, gripper "
+                            f"{ln['widths_mm']} mm"))
+        elif r in ("alert", "alert_discarded", "verdict_discarded"):
+            what = ln.get("level") or ln.get("outcome")
+            late = " (late: discarded)" if r != "alert" else ""
+            rows.append((t, f"{r.split('_')[0]} attempt {ln['attempt']}: {what} "
+                            f"{ln['reason']}{late}"))
+        elif r == "fault":
+            rows.append((t, f"FAULT {ln['fault']}: {ln['note']}"))
         elif r == "decision":
             extra = ""
             if ln.get("instruction") and ln["action"] in ("rewrite", "continue"):

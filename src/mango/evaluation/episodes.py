@@ -120,13 +120,13 @@ def _run_task(scene: Any, spec: EpisodeSpec, system: dict[str, Any], fault: Any,
     from mango.oracle.symbolic import SymbolicOracle
     from mango.oracle.world_state import trace_lines
     from mango.orchestrator.config import OrchestratorConfig
-    from mango.orchestrator.loop import run_task
+    from mango.orchestrator.runs import run_episode
     from mango.orchestrator.schemas import EpisodeRecord
 
     cfg = OrchestratorConfig(mode=system["mode"], monitor=system["monitor"],
                              decider=system["decider"])
     record = EpisodeRecord()  # in memory: the worker hands its lines back as a file
-    out = run_task(scene, spec.seed, cfg, fault, record=record)
+    out = run_episode(scene, spec.seed, cfg, fault, record=record)
     task = out.to_json()
     files["trace.jsonl"] = "".join(trace_lines(out.states))
     files["record.jsonl"] = "".join(json.dumps(line, default=str) + "\n"

@@ -15,7 +15,7 @@ class ModeSpec:
     """A mode: the tool that executes a subgoal and the decisions (action, tool) allowed."""
 
     name: str
-    executor: Literal["vla", "tools"]
+    executor: Literal["vla", "tools", "motion"]
     pairs: frozenset[tuple[str, str]]  # allowed (action, tool) decisions
 
     def allows(self, action: str, tool: str = "noop") -> bool:
@@ -35,11 +35,13 @@ MODES: dict[str, ModeSpec] = {
     "full": ModeSpec("full", "vla", frozenset(
         _ROUTE | {("continue", "vla"), ("rewrite", "vla"), ("grasp_tool", "grasp"),
                   ("place_tool", "place")})),
+    # MotorMind's roles around mid-level motion batches (`orchestrator.motor`)
+    "motor": ModeSpec("motor", "motion", frozenset(_ROUTE)),
 }
 MONITORS = ("none", "oracle", "gt", "vlm")
 DECIDERS = ("offline", "local", "vlm")
 NOT_BUILT: dict[str, dict[str, str]] = {
-    "mode": {"motor": "MotorMind's motor mode (ExecuteMotion batches) is not built yet"},
+    "mode": {},
     "monitor": {},
     "decider": {},
 }
@@ -71,7 +73,7 @@ class OrchestratorConfig:
     image_format: str = "png"  # png | jpeg (data URLs)
 
     def __post_init__(self) -> None:
-        for key, value, known in (("mode", self.mode, (*MODES, "motor")),
+        for key, value, known in (("mode", self.mode, tuple(MODES)),
                                   ("monitor", self.monitor, MONITORS),
                                   ("decider", self.decider, DECIDERS)):
             if value not in known:

@@ -548,6 +548,11 @@ def run_task(scene: SceneSpec, seed: int, config: OrchestratorConfig,
              fault: Fault | None = None, instruction: str | None = None,
              record: EpisodeRecord | None = None) -> TaskOutcome:
     """One orchestrated episode, start to end."""
+    if config.spec.executor == "motion":  # its loop lives above this one (`motor`)
+        from mango.errors import InputError
+
+        raise InputError("mode motor runs MotorMind's roles: call "
+                         "mango.orchestrator.runs.run_episode", field="mode")
     orch = Orchestrator(scene, seed, config, fault, instruction, record)
     try:
         return orch.run()
