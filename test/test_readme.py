@@ -107,6 +107,15 @@ def _make_recipe(target: str) -> str:
     return m.group(1)
 
 
+def _check_task_vlm() -> None:
+    """The vlm decider and monitor are configurable and their prompt templates load."""
+    from mango.orchestrator.config import OrchestratorConfig
+    from mango.orchestrator.prompts import PromptTemplates
+
+    OrchestratorConfig(decider="vlm", monitor="vlm")
+    PromptTemplates().render("system")
+
+
 def _check_make_demo() -> None:
     assert "scripts/demo.sh" in _make_recipe("demo")
     assert re.search(r"^exec mango demo ", (ROOT / "scripts/demo.sh").read_text(), re.M)
@@ -284,6 +293,20 @@ WALK: dict[str, tuple[Step, ...]] = {
     "out/task --json": (
         Run("mango task run --scene stove_moka --mode full --monitor gt --fault drop@0.3 "
             "--record out/task --json", expect=('"success": true', '"recovered": 1')),
+    ),
+    "mango task run --scene soup_sauce_basket --mode full --monitor oracle --fault wrong_object@1 "
+    "--decider vlm --model Qwen2.5-VL-7B-Instruct --opt base_url=http://127.0.0.1:8000/v1": (
+        NotHere("needs a vision-language model server; test/orchestrator/test_vlm.py runs the "
+                "same command against a scripted chat-completions server on loopback",
+                _check_task_vlm),
+    ),
+    "mango task run --scene soup_sauce_basket --mode full --monitor oracle --fault drop@0.5 "
+    "--decider local --backend record:out/local-cache@local": (
+        # the recorded run of that command, replayed (the CPU model takes minutes a call)
+        Run("mango task run --scene soup_sauce_basket --mode full --monitor oracle --fault "
+            "drop@0.5 --decider local --backend replay:test/data/orchestrator/local_qwen05b",
+            expect=("[local:model qwen2.5-coder-0.5b-instruct-q4_k_m] replan",
+                    "the rules' plan: local plan refused")),
     ),
     "mango sim scenes": (Run("mango sim scenes", expect=("libero10_stove_moka",)),),
     "mango sim run --scene stove_moka --seed 3 [--fault drop@0.3] --trace out/t.jsonl "
