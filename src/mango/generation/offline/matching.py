@@ -40,6 +40,9 @@ def _match_score(phrase: list[str], name: tuple[str, ...], name_head: str | None
         score *= 0.5  # "the basket" must not ground to a thing merely *in* a basket
     if name_head is not None and head is not None and token_sim(head, name_head) >= 0.9:
         score = min(1.0, score + 0.05)
+    elif name_head is not None and head is not None and token_sim(head, name_head) == 0.0 and \
+            any(token_sim(w, name_head) == 1.0 for w in content if w != head):
+        score *= 0.8  # "the top of the drawer" is a top, not a drawer
     return score
 
 
@@ -97,7 +100,9 @@ class Grounder:
         inner = set(suffix) & LEXICON.inner_part_words
         if suffix and suffix[-1] == "region" and not inner and owner_heads & LEXICON.closable:
             return (*suffix[:-1], "drawer", *owner_words), "drawer"
-        if inner:
+        has_side = any(e.startswith(owner + "_") and e.endswith("_side") for e in self.entities)
+        if inner or (suffix and suffix[-1] == "region" and has_side):
+            # a fixture with a top side has its regions inside it: a shelf's layers
             return (*suffix, "compartment", *owner_words), "compartment"
         return (*suffix, *owner_words), suffix[-1] if suffix else "region"
 
@@ -122,6 +127,16 @@ class Grounder:
     def is_inner(self, ent: str) -> bool:
         """A place things go *in* (a drawer, a compartment, a basket's inside), not on."""
         return not ent.endswith("_side") and bool(self.words(ent) & LEXICON.inner_part_words)
+
+    def side_of(self, ent: str) -> str | None:
+        """The top side of the fixture `ent` is (or is a part of), if the scene has one."""
+        node: str | None = ent
+        while node is not None:
+            side = next((c for c in self.children(node) if c.endswith("_side")), None)
+            if side is not None:
+                return side
+            node = self.parent(node)
+        return None
 
     def position(self, ent: str) -> tuple[float, float] | None:
         """The table-frame position the scene's layout gives, else the owner's or support's."""
