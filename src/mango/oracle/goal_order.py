@@ -49,7 +49,8 @@ def _atom(text: str | Atom) -> Atom:
         return text
     expr = parse_expression(text)
     if not isinstance(expr, Atom):
-        raise ExpressionError(f"'{text}' is not one goal atom")
+        raise ExpressionError("a goal atom must be one predicate, not a formula", text, 0,
+                              field="goal_atoms")
     return expr
 
 

@@ -233,6 +233,10 @@ class InstructionGrounder:
                                  f"{', '.join(among)}")
             return None
         ties = [e for e, sc in ranked if sc >= ranked[0][1] - 0.02]
+        if len(ties) == len(among) > 1 and not (ref.modifiers or ref.locators or ref.ordinal):
+            self.problems.append(f"the exception '{' '.join(words)}' tells none of "
+                                 f"{', '.join(among)} apart")
+            return None
         if ref.selects_many or singular(ref.name[-1]) != ref.name[-1]:
             return ties
         chosen = self._choose(ties, ref, "object", set())

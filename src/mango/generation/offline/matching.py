@@ -40,9 +40,6 @@ def _match_score(phrase: list[str], name: tuple[str, ...], name_head: str | None
         score *= 0.5  # "the basket" must not ground to a thing merely *in* a basket
     if name_head is not None and head is not None and token_sim(head, name_head) >= 0.9:
         score = min(1.0, score + 0.05)
-    elif name_head is not None and head is not None and token_sim(head, name_head) == 0.0 and \
-            any(token_sim(w, name_head) == 1.0 for w in content if w != head):
-        score *= 0.8  # "the top of the drawer" is a top, not a drawer
     return score
 
 
@@ -181,11 +178,17 @@ class Grounder:
 
     def score(self, phrase: list[str], ent: str) -> float:
         names = self._names[ent]
-        return max(
+        best = max(
             (_match_score(phrase, n, names.heads[i] if i < len(names.heads) else None)
              for i, n in enumerate(names.names)),
             default=0.0,
         )
+        head = head_noun(phrase)
+        if head is not None and names.heads and all(
+                token_sim(head, h) == 0.0 for h in names.heads) and any(
+                token_sim(w, h) == 1.0 for w in phrase if w != head for h in names.heads):
+            best *= 0.8  # "the top of the drawer" is a top, not a drawer
+        return best
 
     def rank(
         self, phrase: list[str], candidates: list[str] | None = None
