@@ -78,6 +78,11 @@ def main() -> None:
     ap.add_argument("--opt", action="append", default=[])
     ap.add_argument("--limit", type=int, default=0, help="at most this many tasks per suite")
     ap.add_argument("--max-iterations", type=int, default=25)
+    ap.add_argument("--library-backend", default=None,
+                    help="backend of modules I+II (default: --backend); 'offline' keeps a small "
+                    "model's minutes for module III")
+    ap.add_argument("--only", default="", help="comma-separated BDDL file stems to run")
+    ap.add_argument("--save-scenes", help="write each task's scene.json here (for replay tests)")
     args = ap.parse_args()
     logging.getLogger("mango").setLevel(logging.ERROR)  # refusals are listed below
     root = find_root(args.root)
@@ -90,18 +95,30 @@ def main() -> None:
     backend = make_backend(args.backend, model=args.model, **opts)
     config = GenerationConfig(module3_max_iterations=args.max_iterations)
     pipe = make_pipeline(backend, catalog, config, library=library)
+    lib_pipe = pipe
+    if args.library_backend and args.library_backend != args.backend:
+        lib_pipe = make_pipeline(make_backend(args.library_backend), catalog, config,
+                                 library=library)
     t0 = time.perf_counter()
-    lib = pipe.generate_library(load_tasks(ROOT / "config" / "tasks" / "libero10.json"))
+    lib = lib_pipe.generate_library(load_tasks(ROOT / "config" / "tasks" / "libero10.json"))
     t_lib = time.perf_counter() - t0
+    only = {o for o in args.only.split(",") if o}
     rows: list[dict[str, Any]] = []
     for suite in SUITES:
         files = sorted((root / suite).glob("*.bddl"))
+        if only:
+            files = [f for f in files if f.stem in only]
         if args.limit:
             files = files[: args.limit]
         for f in files:
             problem = read_bddl(f)
             task = task_json(problem)
-            scene = SceneTask.model_validate(scene_json(problem)["task_objects"][0])
+            entry = scene_json(problem)
+            scene = SceneTask.model_validate(entry["task_objects"][0])
+            if args.save_scenes:
+                Path(args.save_scenes).mkdir(parents=True, exist_ok=True)
+                (Path(args.save_scenes) / f"{f.stem}.json").write_text(json.dumps(
+                    {**entry, "goal_atoms": task["goal_atoms"]}, indent=1))
             oracle, approved, refusal = None, False, None
             t1 = time.perf_counter()
             try:
@@ -115,6 +132,9 @@ def main() -> None:
             rows.append({"suite": suite, "file": f.name, "instruction": task["instruction"],
                          "ok": ok, "cause": cause, "seconds": seconds,
                          "goal_atoms": task["goal_atoms"]})
+            if args.backend != "offline":
+                print(f"{suite}/{f.stem}: {'ok' if ok else cause[:120]} ({seconds:.0f} s)",
+                      flush=True)
     if args.json:
         print(json.dumps({"library_seconds": t_lib, "tasks": rows}, indent=1))
         return

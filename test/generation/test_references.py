@@ -212,3 +212,32 @@ def test_the_scene_json_layout_is_read():
     assert scene.layout["akita_black_bowl_1"].position == (0.1, 0.15)
     assert scene.layout["akita_black_bowl_1"].on == \
         "kitchen_table_akita_black_bowl_front_init_region"
+
+
+class _Capturing(OfflinePlanner):
+    """The offline planner, noting the schema each module III call is asked with."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.schemas: list[dict] = []
+
+    def complete(self, call, schema):
+        if call.task == "module3.generate":
+            self.schemas.append(schema.model_json_schema())
+        return super().complete(call, schema)
+
+
+def test_module3_asks_with_a_schema_whose_enums_are_the_scene_ids_and_the_library():
+    library, catalog = load_function_library(None)
+    backend = _Capturing()
+    pipe = make_pipeline(backend, catalog, library=library)
+    lib = pipe.generate_library(load_tasks(ROOT / "config" / "tasks" / "libero10.json"))
+    run = pipe.module3("put the butter in the basket", SCENE, lib.atomic_library,
+                       lib.oracle_library)
+    assert run.approved
+    (schema,) = backend.schemas
+    action = schema["$defs"]["ActionNode"]["properties"]
+    assert action["action_id"]["enum"] == sorted(t.id for t in lib.atomic_library.atomic_library)
+    assert action["parameters"]["additionalProperties"]["enum"] == sorted(SCENE.entities())
+    assert schema["$defs"]["Monitor"]["properties"]["oracle_id"]["enum"] == sorted(
+        o.id for o in lib.oracle_library.atomic_oracle_library)
