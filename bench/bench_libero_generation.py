@@ -78,6 +78,9 @@ def main() -> None:
     ap.add_argument("--opt", action="append", default=[])
     ap.add_argument("--limit", type=int, default=0, help="at most this many tasks per suite")
     ap.add_argument("--max-iterations", type=int, default=25)
+    ap.add_argument("--ablation", default="full",
+                    help="full, or baseline (one generator call per oracle: what a small model "
+                    "on a CPU can do in minutes)")
     ap.add_argument("--library-backend", default=None,
                     help="backend of modules I+II (default: --backend); 'offline' keeps a small "
                     "model's minutes for module III")
@@ -93,12 +96,12 @@ def main() -> None:
     library, catalog = load_function_library(None)
     opts = dict(o.split("=", 1) for o in args.opt)
     backend = make_backend(args.backend, model=args.model, **opts)
-    config = GenerationConfig(module3_max_iterations=args.max_iterations)
+    config = GenerationConfig(ablation=args.ablation, module3_max_iterations=args.max_iterations)
     pipe = make_pipeline(backend, catalog, config, library=library)
     lib_pipe = pipe
     if args.library_backend and args.library_backend != args.backend:
-        lib_pipe = make_pipeline(make_backend(args.library_backend), catalog, config,
-                                 library=library)
+        lib_pipe = make_pipeline(make_backend(args.library_backend), catalog,
+                                 GenerationConfig(), library=library)
     t0 = time.perf_counter()
     lib = lib_pipe.generate_library(load_tasks(ROOT / "config" / "tasks" / "libero10.json"))
     t_lib = time.perf_counter() - t0
