@@ -352,7 +352,7 @@ WALK: dict[str, tuple[Step, ...]] = {
             expect=("goal: on(black_book_1, wooden_two_layer_shelf_1_top_side)",
                     "out/bddl/scene.json")),
     ),
-    'mango generate oracle --instruction "place the book on the shelf" --scene '
+    'mango generate oracle --instruction "place the black book on top of the shelf" --scene '
     "out/bddl/scene.json --libraries libs/ -o out/bddl/oracle.json": AS_WRITTEN,
     "mango bddl export out/bddl/oracle.json": (
         Run("mango bddl export out/bddl/oracle.json",

@@ -46,7 +46,7 @@ def test_kitchen_sections() -> None:
     assert p.domain == "robosuite"
     # the language keeps its words and case; the comment after a range is gone
     assert p.language == (
-        "Put the bowl in the top drawer, close the microwave and turn on the stove"
+        "Put the bowl on the table in the top drawer, close the microwave and turn on the stove"
     )
     names = [r.full_name for r in p.regions]
     assert "kitchen_table_bowl_init_region" in names  # mixed-case name, lower-cased

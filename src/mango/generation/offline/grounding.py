@@ -89,11 +89,13 @@ class InstructionGrounder:
         return [p for p in parts if any(w not in LEXICON.stop for w in p)]
 
     def ground_np(self, np: NounPhrase | None, role: str, exclude: set[str] | None = None,
-                  locator: tuple[str, list[str]] | None = None) -> list[str]:
+                  locator: tuple[str, list[str]] | None = None, ties_ok: bool = False
+                  ) -> list[str]:
         """Ids a noun phrase denotes (several for "both X and Y", plurals, "all the X").
 
         `locator` is a locating phrase the clause gives apart ("pick up the bowl next to the
-        plate", "take the bowl from the cookie box")."""
+        plate", "take the bowl from the cookie box"); `ties_ok` returns every equally good match
+        instead of calling the phrase ambiguous (a landmark the layout then decides on)."""
         exclude = exclude or set()
         if np is None:
             ent = self._resolve_pronoun(role, exclude) if role in {"closable", "switchable"} \
@@ -125,7 +127,7 @@ class InstructionGrounder:
                     return flat
                 if not all(ids):
                     return []
-        ids = self._ground_ref(ref, np, role, pool, exclude)
+        ids = self._ground_ref(ref, np, role, pool, exclude, ties_ok)
         if not ids and role in {"closable", "switchable"} and not self._ambiguous:
             # "close the door" after putting something in the microwave: the door is a
             # part the scene does not list; the fixture just mentioned is meant
@@ -136,7 +138,7 @@ class InstructionGrounder:
         return ids
 
     def _ground_ref(self, ref: Reference, np: NounPhrase, role: str, pool: list[str],
-                    exclude: set[str]) -> list[str]:
+                    exclude: set[str], ties_ok: bool = False) -> list[str]:
         self._ambiguous = False
         text = " ".join(ref.name) if ref.name != np.words else np.text
         whole = self.g.rank(ref.name, pool)
@@ -173,6 +175,8 @@ class InstructionGrounder:
             known = [e for e in chosen if e in self.mentioned]
             if len(known) == 1:
                 return known  # "the drawer": the one already spoken of
+            if ties_ok:
+                return chosen
             self._ambiguous = True
             self.problems.append(f"'{np.text}' is ambiguous: it may be any of "
                                  f"{', '.join(chosen)} ({role})")
@@ -213,7 +217,7 @@ class InstructionGrounder:
             parts = self._split_coordination(NounPhrase(words))
             out = [e for p in parts for e in self.ground_np(NounPhrase(p), "target", exclude)]
             return out if len(out) == len(parts) and out else None
-        ids = self.ground_np(NounPhrase(words), "target", exclude)
+        ids = self.ground_np(NounPhrase(words), "target", exclude, ties_ok=True)
         return ids or None
 
     def _ground_exception(self, words: list[str], base: list[str], among: list[str]
@@ -229,6 +233,10 @@ class InstructionGrounder:
                                  f"{', '.join(among)}")
             return None
         ties = [e for e, sc in ranked if sc >= ranked[0][1] - 0.02]
+        if len(ties) == len(among) > 1 and not (ref.modifiers or ref.locators or ref.ordinal):
+            self.problems.append(f"the exception '{' '.join(words)}' tells none of "
+                                 f"{', '.join(among)} apart")
+            return None
         if ref.selects_many or singular(ref.name[-1]) != ref.name[-1]:
             return ties
         chosen = self._choose(ties, ref, "object", set())
@@ -277,9 +285,23 @@ class InstructionGrounder:
                 self._child_region(target, LEXICON.contain_words)
             if region:
                 return "in", region
+        if relation == "on_top":  # "on top of the cabinet" (or of its drawer): its top side
+            side = None if self.g.is_movable(target) else self.g.side_of(target)
+            if side is not None:
+                return "on", side
+            relation = "on"
+        if relation == "under":  # "under the shelf": in its bottom layer, else next to it
+            owner = target if not self.g.is_region(target) else (self.g.parent(target) or target)
+            low = self._child_region(owner, frozenset({"bottom", "lower"}), inner=True)
+            return ("in", low) if low else ("near", target)
         if relation == "on" and not self.g.is_region(target) and not self.g.is_movable(target):
             kind = self.g.kind(target)
             if kind not in {"surface"}:
+                if not self.g.is_closable(target) and self.g.side_of(target) is not None:
+                    # "on the shelf": on one of its layers, which are inside it
+                    layer = self._child_region(target, LEXICON.on_words, inner=True)
+                    if layer:
+                        return "in", layer
                 region = self._child_region(target, LEXICON.on_words, inner=False)
                 if region:
                     return "on", region
@@ -339,8 +361,11 @@ class InstructionGrounder:
                 objs = self.ground_np(clause.obj, "object", locator=locator)
             source = None
             if clause.source is not None:
-                src = self.ground_np(clause.source, "target", exclude=set(objs))
-                source = src[0] if src else None
+                src = self.ground_np(clause.source, "target", exclude=set(objs), ties_ok=True)
+                chooser = Chooser(self.g)
+                # of equally named places, the one the layout puts the object on or in
+                source = next((s for s in src if objs and chooser.supported_by(objs[0], s)),
+                              src[0] if src else None)
             if clause.verb == "pick":
                 for ent in objs:
                     goal = Goal(kind="pick", obj=ent, source=source,
@@ -380,8 +405,6 @@ class InstructionGrounder:
                     target = landmark
                     if relation in {"front_of", "behind"}:
                         relation = "near"
-            elif relation == "under":
-                relation, target = "near", landmark
             else:
                 relation, target = self.resolve_target(relation, landmark)
             for ent in objs:

@@ -97,7 +97,9 @@ class Grounder:
         inner = set(suffix) & LEXICON.inner_part_words
         if suffix and suffix[-1] == "region" and not inner and owner_heads & LEXICON.closable:
             return (*suffix[:-1], "drawer", *owner_words), "drawer"
-        if inner:
+        has_side = any(e.startswith(owner + "_") and e.endswith("_side") for e in self.entities)
+        if inner or (suffix and suffix[-1] == "region" and has_side):
+            # a fixture with a top side has its regions inside it: a shelf's layers
             return (*suffix, "compartment", *owner_words), "compartment"
         return (*suffix, *owner_words), suffix[-1] if suffix else "region"
 
@@ -122,6 +124,16 @@ class Grounder:
     def is_inner(self, ent: str) -> bool:
         """A place things go *in* (a drawer, a compartment, a basket's inside), not on."""
         return not ent.endswith("_side") and bool(self.words(ent) & LEXICON.inner_part_words)
+
+    def side_of(self, ent: str) -> str | None:
+        """The top side of the fixture `ent` is (or is a part of), if the scene has one."""
+        node: str | None = ent
+        while node is not None:
+            side = next((c for c in self.children(node) if c.endswith("_side")), None)
+            if side is not None:
+                return side
+            node = self.parent(node)
+        return None
 
     def position(self, ent: str) -> tuple[float, float] | None:
         """The table-frame position the scene's layout gives, else the owner's or support's."""
@@ -166,11 +178,17 @@ class Grounder:
 
     def score(self, phrase: list[str], ent: str) -> float:
         names = self._names[ent]
-        return max(
+        best = max(
             (_match_score(phrase, n, names.heads[i] if i < len(names.heads) else None)
              for i, n in enumerate(names.names)),
             default=0.0,
         )
+        head = head_noun(phrase)
+        if head is not None and names.heads and all(
+                token_sim(head, h) == 0.0 for h in names.heads) and any(
+                token_sim(w, h) == 1.0 for w in phrase if w != head for h in names.heads):
+            best *= 0.8  # "the top of the drawer" is a top, not a drawer
+        return best
 
     def rank(
         self, phrase: list[str], candidates: list[str] | None = None

@@ -138,13 +138,17 @@ class Chooser:
         return {e: p for e, p in out.items() if p is not None}
 
     def supported_by(self, ent: str, support: str) -> bool:
-        """Whether the layout puts `ent` on or in `support` (or in one of its parts)."""
-        seen: set[str] = set()
+        """Whether the layout puts `ent` on or in `support`, one of its parts, or (when the
+        phrase names a part: "the bowl on the stove's burner") the whole it belongs to."""
         node = self.g.support(ent)
+        if node is None:
+            return False
+        if support.startswith(node + "_") and self.g.is_region(support):
+            return True
+        seen: set[str] = set()
         while node is not None and node not in seen:
             seen.add(node)
-            if node == support or node.startswith(support + "_") or (
-                    support.startswith(node + "_") and self.g.is_region(support)):
+            if node == support or node.startswith(support + "_"):
                 return True
             node = self.g.parent(node) if self.g.is_region(node) else None
         return False
@@ -153,6 +157,10 @@ class Chooser:
         """Candidates the locator keeps; None when the layout cannot tell."""
         if rel in {"on", "in", "from", "at"}:
             kept = [c for c in cands if any(self.supported_by(c, s) for s in landmarks)]
+            if rel in {"on", "in"} and len(kept) > 1:
+                # "the bowl in the top layer", not the one on the top: the layout says which
+                same = [c for c in kept if (e := self.g.scene.layout.get(c)) and e.relation == rel]
+                kept = same or kept
             return kept or None
         pos = self.positions([*cands, *landmarks])
         if pos is None:
