@@ -548,7 +548,8 @@ class MotorOrchestrator(Orchestrator):
 
         wall0 = time.perf_counter()
         state = self.env.reset(self.seed)
-        self.horizon = self.cfg.horizon_s or 2.0 * self.scene.horizon
+        self.t_start = state.t
+        self.horizon = state.t + (self.cfg.horizon_s or 2.0 * self.scene.horizon)
         self.detector = detector_for(self.scene)
         self.verdict_tracker = StepTracker(self.oracle) if self.oracle is not None else \
             _NullTracker()
