@@ -32,6 +32,7 @@ from mango.orchestrator.deciders import (
     make_decider,
 )
 from mango.orchestrator.events import WorldFailureDetector, detector_for
+from mango.orchestrator.failures import Reaction, classify, reactions
 from mango.orchestrator.monitors import GroundTruthMonitor, Monitor, NoMonitor, OracleMonitor
 from mango.orchestrator.planning import make_plan, subgoal_texts
 from mango.orchestrator.schemas import Decision, EpisodeRecord, Plan, Signal, Subgoal, digest
@@ -78,6 +79,9 @@ class TaskOutcome:
     wall_s: float
     states: list[WorldState] = field(default_factory=list)
     aborted: str | None = None
+    failure_classes: dict[str, int] = field(default_factory=dict)  # K.2 counts (failures)
+    findings: list[dict[str, Any]] = field(default_factory=list)  # one per K.2 occurrence
+    reactions: list[Reaction] = field(default_factory=list)  # world failure -> arm halted
 
     def to_json(self) -> dict[str, Any]:
         minutes = max(self.t_end, 1e-9) / 60.0
@@ -94,6 +98,8 @@ class TaskOutcome:
             "scene": self.scene, "seed": self.seed, "fault": self.fault,
             "robot_s": round(self.t_end, 3),
             "aborted": self.aborted,
+            "failure_classes": self.failure_classes,
+            "reactions": [r.to_json() for r in self.reactions],
         }
 
 
@@ -157,7 +163,9 @@ class Orchestrator:
                 qd = float(np.max(np.abs(q - self._prev_q))) / self.env.dt
                 h.max_joint_speed = max(h.max_joint_speed, qd)
         self._prev_hand, self._prev_q = hand, q
-        if state.t + 1e-9 >= self._next_poll:
+        # half a period of slack: robot time is a float sum of physics steps, so a poll due
+        # "now" can read a hair late and, at the control rate, would wait a whole period
+        if state.t + 0.5 * self.env.dt >= self._next_poll:
             self._next_poll = state.t + 1.0 / self.cfg.monitor_hz
             signals = self.monitor.poll(state.t, self._active, self._tool_running)
             for s in signals:
@@ -464,9 +472,13 @@ class Orchestrator:
         world = self.detector.summary()
         self.record.write("result", final.t, success=success, subgoals=subgoals, world=world,
                           verdict=verdict, aborted=aborted)
+        counts, findings = classify(self.record.lines, world, success)
+        self.record.write("failure_classes", final.t, counts=counts, findings=findings)
+        signals = [x for x in self.record.lines if x["record"] == "signal"]
         return TaskOutcome(self.scene.name, self.seed, str(self.fault) if self.fault else None,
                            self.plan, success, subgoals, self.decisions, world, verdict,
-                           self.halts, final.t, wall, self.states, aborted)
+                           self.halts, final.t, wall, self.states, aborted, counts, findings,
+                           reactions(world["events"], signals, self.halts))
 
     def close(self) -> None:
         self.env.close()
