@@ -59,6 +59,7 @@ class OrchestratorConfig:
     finish_grace_s: float = 3.0  # a tool still running this long after its subgoal completed
     # is stopped (the expert ends itself; a VLA that does not is routed on)
     horizon_s: float | None = None  # robot time budget (default: the scene's horizon x 2)
+    world: str = "physics"  # the monitor's and oracle's world state: physics | estimated
 
     def __post_init__(self) -> None:
         for key, value, known in (("mode", self.mode, (*MODES, "motor")),
@@ -70,6 +71,9 @@ class OrchestratorConfig:
             why = NOT_BUILT[key].get(value)
             if why:
                 raise InputError(why, field=key)
+        if self.world not in ("physics", "estimated"):
+            raise InputError(f"unknown world '{self.world}' (known: physics, estimated)",
+                             field="world")
         if self.monitor_hz <= 0 or self.no_progress_s <= 0:
             raise InputError("monitor_hz and no_progress_s must be positive", field="monitor_hz")
 

@@ -37,6 +37,7 @@ from mango.orchestrator.monitors import GroundTruthMonitor, Monitor, NoMonitor, 
 from mango.orchestrator.planning import make_plan, subgoal_texts
 from mango.orchestrator.schemas import Decision, EpisodeRecord, Plan, Signal, Subgoal, digest
 from mango.orchestrator.tools import HaltTool, Interrupted, PrimitiveTools, ToolResult, VlaTool
+from mango.orchestrator.world import ESTIMATED_CAMERAS, make_world, world_markers
 from mango.perception.base import PerceptionConfig
 from mango.perception.registry import make_backend
 from mango.primitives.planning import GRIPPER_OPEN
@@ -113,7 +114,10 @@ class Orchestrator:
         self.fault = fault
         self.instruction = instruction
         self.record = record or EpisodeRecord()
-        self.env = SimEnv(scene, seed=seed, cameras=("front",), image_size=(640, 480))
+        markers = world_markers(scene, config.world)
+        self.env = SimEnv(scene, seed=seed, cameras=("front",) if markers is None else
+                          ESTIMATED_CAMERAS, image_size=(640, 480), markers=markers)
+        self.world = make_world(self.env, config.world)
         self.policy = ExpertPolicy(scene, fault)
         self.decider = make_decider(config.decider)
         self.halt_tool = HaltTool(self.env)
@@ -143,8 +147,9 @@ class Orchestrator:
         """One control period happened: feed truth, verdict and monitor; maybe interrupt."""
         self.states.append(state)
         self.detector.update(state)
-        self.verdict_tracker.update(state)
-        self.monitor.update(state)
+        seen = self.world.observe(state)  # what the oracle and the monitor believe
+        self.verdict_tracker.update(seen)
+        self.monitor.update(seen)
         self._width = float(self.prims.width_cmd) if self._tool_name in ("grasp", "place") \
             else self._width
         hand = np.asarray(state.objects["robot_hand"].position) if "robot_hand" in \
@@ -431,7 +436,7 @@ class Orchestrator:
         state = self.env.world_state()
         self.states.append(state)
         self.detector.update(state)
-        self.verdict_tracker.update(state)
+        self.verdict_tracker.update(self.world.observe(state))
         return state
 
     def _done_now(self) -> set[str]:
