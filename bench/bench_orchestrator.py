@@ -114,8 +114,12 @@ def main() -> None:
     scenes = ([as_scene(s) for s in args.scene] if args.scene
               else [load_scene(p) for p in list_scenes() if p.stem.startswith("libero10_")])
     systems = args.system or list(SYSTEMS)
+    # a scene's faults follow its place among LIBERO-10, so a run of some scenes gives them
+    # the faults the whole run does
+    order = [p.stem for p in list_scenes() if p.stem.startswith("libero10_")]
     jobs = []
     for i, sc in enumerate(scenes):
+        i = order.index(sc.name) if sc.name in order else i
         for seed in range(args.start, args.start + args.seeds):
             fault = fault_for(sc, i + seed)
             jobs += [(s, sc.name, seed, fault) for s in systems
