@@ -113,3 +113,28 @@ def test_halt_holds_from_the_measured_arm_not_the_last_command() -> None:
         assert streamed[1] > HALTED_SPEED  # the old hold still moved in its second period
     finally:
         env.close()
+
+
+def test_oracle_fed_by_the_estimated_world_still_halts_a_wrong_grasp() -> None:
+    """`world="estimated"`: the oracle and its monitor read the marker-based estimate of the
+    rendered front and wrist cameras (world_state_node's estimator), ground truth stays the
+    physics'. The wrong object is caught and the arm halted within half a second."""
+    seen = []
+    orch = Orchestrator(as_scene("libero10_book_caddy"), 0,
+                        OrchestratorConfig(mode="full", monitor="oracle", world="estimated",
+                                           horizon_s=4.5), parse_fault("wrong_object@1"))
+    observe = orch.world.observe
+    orch.world.observe = lambda truth: seen.append((truth, observe(truth))) or seen[-1][1]
+    try:
+        out = orch.run()
+    finally:
+        orch.close()
+    assert orch.world.name == "estimated"
+    truth, est = seen[-1]
+    assert truth.t == est.t and truth.objects["black_book_1"].position != \
+        est.objects["black_book_1"].position  # an estimate, not the physics handed over
+    first = next(r for r in out.reactions if r.kind == "wrong_object_picked")
+    assert first.event_t == pytest.approx(3.6, abs=0.07)  # the physics' event, as without it
+    assert first.total_s is not None and first.total_s <= 0.5
+    signals = [x for x in orch.record.lines if x["record"] == "signal"]
+    assert signals[0]["reason"] == "unexplained_grasp"
