@@ -106,6 +106,8 @@ def main() -> None:
     ap.add_argument("--estimated-seeds", type=int, default=None,
                     help="run full/oracle-estimated on this many seeds (default: only when "
                          "named with --system, then on --seeds)")
+    ap.add_argument("--report", type=Path, nargs="+", default=None,
+                    help="only print the tables of rows an earlier --json wrote")
     args = ap.parse_args()
 
     from mango.sim.env import as_scene
@@ -128,12 +130,27 @@ def main() -> None:
             jobs += [(s, sc.name, seed, fault) for s in systems
                      if not (s.endswith("-estimated") and args.estimated_seeds is not None
                              and seed >= args.start + args.estimated_seeds)]
+    jobs.sort(key=lambda j: j[2])  # seed by seed: a run cut short still covers every scene
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        rows = list(pool.map(episode, jobs))
+    rows = []
+    if args.report:  # tables from earlier runs' rows (a long run may be cut short)
+        rows = [json.loads(ln) for f in args.report for ln in f.read_text().splitlines()
+                if ln.strip()]
+        names = list(dict.fromkeys(r["system"] for r in rows))
+        systems = [s for s in systems if s in names] if args.system else names
+        scenes = sorted({r["scene"] for r in rows})
+        args.seeds = len({r["seed"] for r in rows})
+    else:
+        out = args.json.open("w") if args.json else None
+        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+            for r in pool.map(episode, jobs):  # each row written as it comes
+                rows.append(r)
+                if out is not None:
+                    out.write(json.dumps(r) + "\n")
+                    out.flush()
+        if out is not None:
+            out.close()
     wall = time.perf_counter() - t0
-    if args.json:
-        args.json.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     table = []
     for s in systems:
         mine = [r for r in rows if r["system"] == s]
