@@ -475,10 +475,13 @@ class Orchestrator:
                     for s in self.plan.subgoals]
         verdict = self.verdict_tracker.finish().to_json() if self.oracle is not None else None
         world = self.detector.summary()
+        # the K.2 classes read the record up to and with this result (what it believed)
+        counts, findings = classify([*self.record.lines, {
+            "record": "result", "t": final.t, "subgoals": subgoals, "aborted": aborted}],
+            world, success)
         self.record.write("result", final.t, success=success, subgoals=subgoals, world=world,
-                          verdict=verdict, aborted=aborted)
-        counts, findings = classify(self.record.lines, world, success)
-        self.record.write("failure_classes", final.t, counts=counts, findings=findings)
+                          verdict=verdict, aborted=aborted, failure_classes=counts,
+                          findings=findings)
         signals = [x for x in self.record.lines if x["record"] == "signal"]
         return TaskOutcome(self.scene.name, self.seed, str(self.fault) if self.fault else None,
                            self.plan, success, subgoals, self.decisions, world, verdict,
