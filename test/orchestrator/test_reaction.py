@@ -95,7 +95,10 @@ def _stepper(env: SimEnv, speeds: list[float]):  # type: ignore[no-untyped-def]
 def test_halt_holds_from_the_measured_arm_not_the_last_command() -> None:
     """A hold streamed like any row ramps from the last command, which runs ahead of a moving
     arm: the hand coasts on for periods. The halt tool's hold (`SimEnv.stop`, re-anchored
-    every period) has it at rest from the second period on."""
+    every period) has it at rest from the second period on. That is the convention of a
+    ros2_control trajectory controller on a cancelled goal: it holds the current state at
+    once rather than finishing the interpolation (ros-controls/ros2_controllers,
+    joint_trajectory_controller/src/joint_trajectory_controller.cpp, set_hold_position)."""
     env, last = _moving_env()
     try:
         halted: list[float] = []

@@ -211,10 +211,10 @@ class SimEnv:
                 self._target = goal.copy()
 
     def stop(self) -> np.ndarray:
-        """Hold the arm where it is, from this instant: the actuators' targets become the
-        measured joint positions at once (no ramp from the last command, which lies ahead of
-        a moving arm and would carry it on for a period). The gripper keeps its command.
-        Returns the held joint positions."""
+        """Hold the arm where it is, from this instant: the actuators' targets become, at
+        once, the measured joint positions plus the offset that carries the present load (no
+        ramp from the last command, which lies ahead of a moving arm and would carry it on
+        for a period). The gripper keeps its command. Returns the targets held."""
         with self.lock:
             b, m = self.built, self.model
             act = b.arm_actuators
