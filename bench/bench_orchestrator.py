@@ -4,13 +4,16 @@ Every scene x seed gets one fault, the kinds spread over the episodes (wrong_obj
 stall, wrong_place in turn; a kind the scene's task cannot have gives way to the next), and
 every system runs the same episodes with the offline decider:
 `vla_only` without a monitor (the policy alone), `vla_only` + oracle, `full` + oracle,
-`full` + gt, `tools_only` + oracle. Reported per system: task success, recovery (faulted
-episodes whose fault really broke something, i.e. a ground-truth failure spell, that still
-ended in success), ground-truth spells recovered, and the monitor's reaction time (world
-event -> arm halted, p50/p95, over failures followed by a halt).
+`full` + gt, `tools_only` + oracle, and `full` + oracle with the oracle and its monitor fed
+by the perception-based world-state estimate (`--estimated-seeds`). Reported per system:
+task success, recovery (faulted episodes whose fault really broke something, i.e. a
+ground-truth failure spell, that still ended in success), ground-truth spells recovered,
+the monitor's reaction time (world event -> arm halted, p50/p95, over failures followed by
+a halt; and per failure kind, split into detection, interrupt and stop), and the K.2
+failure classes (`orchestrator.failures`).
 
 Run: `python bench/bench_orchestrator.py [--seeds 5] [--workers 2] [--system NAME ...]
-[--json OUT]` (`make bench` runs 1 seed).
+[--estimated-seeds N] [--json OUT]` (`make bench` runs 1 seed).
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ from pathlib import Path
 
 from report import print_table
 
-SYSTEMS: dict[str, tuple[str, str]] = {
-    "vla_only/none": ("vla_only", "none"),
-    "vla_only/oracle": ("vla_only", "oracle"),
-    "full/oracle": ("full", "oracle"),
-    "full/gt": ("full", "gt"),
-    "tools_only/oracle": ("tools_only", "oracle"),
+SYSTEMS: dict[str, tuple[str, str, str]] = {  # name: (mode, monitor, world)
+    "vla_only/none": ("vla_only", "none", "physics"),
+    "vla_only/oracle": ("vla_only", "oracle", "physics"),
+    "full/oracle": ("full", "oracle", "physics"),
+    "full/gt": ("full", "gt", "physics"),
+    "tools_only/oracle": ("tools_only", "oracle", "physics"),
+    # the oracle and its monitor fed by the perception-based estimate, as on a real FR3
+    "full/oracle-estimated": ("full", "oracle", "estimated"),
 }
 KINDS = ("wrong_object", "drop", "stall", "wrong_place")
 
@@ -60,29 +65,25 @@ def episode(job: tuple[str, str, int, str]) -> dict:
     from mango.sim.env import as_scene
     from mango.sim.faults import parse_fault
 
-    mode, monitor = SYSTEMS[system]
+    mode, monitor, world = SYSTEMS[system]
     t0 = time.perf_counter()
     try:
-        out = run_task(as_scene(scene_name), seed, OrchestratorConfig(mode=mode, monitor=monitor),
+        out = run_task(as_scene(scene_name), seed,
+                       OrchestratorConfig(mode=mode, monitor=monitor, world=world),
                        parse_fault(fault))
     except Exception as exc:  # a crash is a row saying so, never a silent gap
         return {"system": system, "scene": scene_name, "seed": seed, "fault": fault,
                 "error": f"{type(exc).__name__}: {exc}", "success": False, "spells": 0,
-                "recovered_spells": 0, "reactions": [], "unhalted": 0,
+                "recovered_spells": 0, "reactions": [], "unhalted": 0, "k2": {},
                 "wall_s": time.perf_counter() - t0}
-    failures = [e for e in out.world["events"] if e["kind"] not in ("recovery",)]
-    reactions, unhalted = [], 0
-    for ev in failures:
-        after = [h for h in out.halts if h.t_request >= ev["t"] - 1e-6 and h.t_halted is not None]
-        if after and after[0].t_request - ev["t"] <= 30.0:
-            reactions.append(after[0].t_halted - ev["t"])
-        else:
-            unhalted += 1
+    reactions = [r.to_json() for r in out.reactions]
     return {"system": system, "scene": scene_name, "seed": seed, "fault": fault,
             "success": out.success, "spells": out.world["failures"],
             "recovered_spells": out.world["recovered"], "reactions": reactions,
-            "unhalted": unhalted, "decisions": len(out.decisions), "robot_s": out.t_end,
+            "unhalted": sum(1 for r in reactions if r["total_ms"] is None),
+            "decisions": len(out.decisions), "robot_s": out.t_end,
             "aborted": out.aborted, "wall_s": time.perf_counter() - t0,
+            "k2": out.failure_classes,
             "rules": [d["rule"] for d in out.decisions if d["phase"] == "recovery"]}
 
 
@@ -102,6 +103,11 @@ def main() -> None:
     ap.add_argument("--system", action="append", default=None, choices=list(SYSTEMS))
     ap.add_argument("--scene", action="append", default=None)
     ap.add_argument("--json", type=Path, default=None, help="write every episode's row here")
+    ap.add_argument("--estimated-seeds", type=int, default=None,
+                    help="run full/oracle-estimated on this many seeds (default: only when "
+                         "named with --system, then on --seeds)")
+    ap.add_argument("--report", type=Path, nargs="+", default=None,
+                    help="only print the tables of rows an earlier --json wrote")
     args = ap.parse_args()
 
     from mango.sim.env import as_scene
@@ -109,23 +115,48 @@ def main() -> None:
 
     scenes = ([as_scene(s) for s in args.scene] if args.scene
               else [load_scene(p) for p in list_scenes() if p.stem.startswith("libero10_")])
-    systems = args.system or list(SYSTEMS)
+    # the estimated world renders two cameras and finds markers every control period (~50x
+    # an episode's cost): it runs when asked for by name or with --estimated-seeds
+    systems = args.system or [s for s in SYSTEMS if not s.endswith("-estimated")
+                              or args.estimated_seeds is not None]
+    # a scene's faults follow its place among LIBERO-10, so a run of some scenes gives them
+    # the faults the whole run does
+    order = [p.stem for p in list_scenes() if p.stem.startswith("libero10_")]
     jobs = []
     for i, sc in enumerate(scenes):
+        i = order.index(sc.name) if sc.name in order else i
         for seed in range(args.start, args.start + args.seeds):
             fault = fault_for(sc, i + seed)
-            jobs += [(s, sc.name, seed, fault) for s in systems]
+            jobs += [(s, sc.name, seed, fault) for s in systems
+                     if not (s.endswith("-estimated") and args.estimated_seeds is not None
+                             and seed >= args.start + args.estimated_seeds)]
+    jobs.sort(key=lambda j: j[2])  # seed by seed: a run cut short still covers every scene
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        rows = list(pool.map(episode, jobs))
+    rows = []
+    if args.report:  # tables from earlier runs' rows (a long run may be cut short)
+        rows = [json.loads(ln) for f in args.report for ln in f.read_text().splitlines()
+                if ln.strip()]
+        names = list(dict.fromkeys(r["system"] for r in rows))
+        systems = [s for s in systems if s in names] if args.system else names
+        scenes = sorted({r["scene"] for r in rows})
+        args.seeds = len({r["seed"] for r in rows})
+    else:
+        out = args.json.open("w") if args.json else None
+        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+            for r in pool.map(episode, jobs):  # each row written as it comes
+                rows.append(r)
+                if out is not None:
+                    out.write(json.dumps(r) + "\n")
+                    out.flush()
+        if out is not None:
+            out.close()
     wall = time.perf_counter() - t0
-    if args.json:
-        args.json.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     table = []
     for s in systems:
         mine = [r for r in rows if r["system"] == s]
         broke = [r for r in mine if r["spells"] > 0]
-        reactions = [x for r in mine for x in r["reactions"]]
+        reactions = [x["total_ms"] / 1000.0 for r in mine for x in r["reactions"]
+                     if x["total_ms"] is not None]
         spells = sum(r["spells"] for r in mine)
         table.append((
             s,
@@ -153,6 +184,28 @@ def main() -> None:
             cells.append(f"{sum(r['success'] for r in mine)}/{len(mine)}")
         per_kind.append(cells)
     print_table("success per fault kind", ("system", *kinds), per_kind)
+    from mango.orchestrator.failures import K2_CLASSES
+
+    print_table("K.2 failure classes against ground truth (occurrences)",
+                ("system", *(c.replace("_", " ") for c in K2_CLASSES)),
+                [[s, *(str(sum(r["k2"].get(c, 0) for r in rows if r["system"] == s))
+                       for c in K2_CLASSES)] for s in systems])
+    lag_rows = []
+    for s in systems:
+        for k in sorted({x["kind"] for r in rows if r["system"] == s for x in r["reactions"]}):
+            xs = [x for r in rows if r["system"] == s for x in r["reactions"] if x["kind"] == k]
+
+            def p50(key: str, xs: list = xs) -> str:
+                v = [x[key] for x in xs if x[key] is not None]
+                return f"{_pct(v, 0.5):.0f}" if v else "-"
+
+            lag_rows.append((s, k, str(len(xs)), p50("detection_ms"), p50("interrupt_ms"),
+                             p50("stop_ms"), p50("total_ms"),
+                             str(sum(1 for x in xs if x["total_ms"] is None))))
+    print_table("reaction by failure kind (p50 ms): detection = event -> monitor signal, "
+                "interrupt = signal -> tool stopped, stop = -> hand < 0.01 m/s",
+                ("system", "event", "n", "detection", "interrupt", "stop", "total", "no halt"),
+                lag_rows)
     print(f"mean wall per episode {statistics.mean(r['wall_s'] for r in rows):.1f} s")
 
 

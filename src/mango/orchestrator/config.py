@@ -71,6 +71,7 @@ class OrchestratorConfig:
     vlm_monitor_hz: float = 0.2  # how often the vlm monitor sends images (VoLo: 0.2 Hz)
     image_size: tuple[int, int] = (640, 480)  # (width, height) of the images a model sees
     image_format: str = "png"  # png | jpeg (data URLs)
+    world: str = "physics"  # the monitor's and oracle's world state: physics | estimated
 
     def __post_init__(self) -> None:
         for key, value, known in (("mode", self.mode, tuple(MODES)),
@@ -82,6 +83,9 @@ class OrchestratorConfig:
             why = NOT_BUILT[key].get(value)
             if why:
                 raise InputError(why, field=key)
+        if self.world not in ("physics", "estimated"):
+            raise InputError(f"unknown world '{self.world}' (known: physics, estimated)",
+                             field="world")
         if self.monitor_hz <= 0 or self.no_progress_s <= 0:
             raise InputError("monitor_hz and no_progress_s must be positive", field="monitor_hz")
         if self.vlm_monitor_hz <= 0:

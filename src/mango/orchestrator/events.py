@@ -132,6 +132,7 @@ class WorldFailureDetector:
         self.spells: list[FailureSpell] = []
         self._held: set[str] = set()
         self._holds: list[bool] = [False] * len(self.goals)
+        self.goal_log: list[tuple[float, int, bool]] = []  # (t, goal index, holds from t on)
         self._releases: list[_Release] = []
         self._anchor: tuple[float, tuple[float, float, float]] | None = None  # since, hand
         self._last_progress_t: float | None = None
@@ -183,6 +184,8 @@ class WorldFailureDetector:
         for i, cond in enumerate(self._conds):
             now = self._eval(cond, view)
             g = self.goals[i]
+            if now != self._holds[i]:
+                self.goal_log.append((t, i, now))
             if now and not self._holds[i]:
                 self._last_progress_t = t
                 self.events.append(WorldEvent(t, "completion", g.subject,
@@ -263,6 +266,9 @@ class WorldFailureDetector:
         """Failures, recoveries and spells (the episode record's ground-truth part)."""
         return {"events": [e.to_json() for e in self.events if e.kind != "completion"],
                 "spells": [s.to_json() for s in self.spells],
+                "goals": [{"subject": g.subject, "target": g.target, "step": g.step,
+                           "kind": g.kind} for g in self.goals],
+                "goal_log": [[round(t, 4), i, h] for t, i, h in self.goal_log],
                 "failures": len(self.spells),
                 "recovered": sum(s.recovered for s in self.spells),
                 "unrecovered": len(self.unrecovered)}

@@ -34,12 +34,14 @@ from mango.orchestrator.deciders import (
     decision_problem,
 )
 from mango.orchestrator.events import WorldFailureDetector, detector_for
+from mango.orchestrator.failures import Reaction, classify, reactions
 from mango.orchestrator.monitors import GroundTruthMonitor, Monitor, NoMonitor, OracleMonitor
 from mango.orchestrator.planning import make_plan, subgoal_texts
 from mango.orchestrator.ports import RobotPort, SimPort, TaskCancelled
 from mango.orchestrator.schemas import Decision, EpisodeRecord, Plan, Signal, Subgoal, digest
 from mango.orchestrator.tools import Interrupted, ToolResult
 from mango.orchestrator.vlm import PlanRequest, VlmMonitor, make_decider
+from mango.orchestrator.world import PhysicsWorld, WorldSource
 from mango.primitives.runner import MIN_HELD_WIDTH
 from mango.sim.faults import Fault
 from mango.sim.runner import load_oracle_json
@@ -79,6 +81,9 @@ class TaskOutcome:
     aborted: str | None = None
     t_start: float = 0.0  # robot time at the episode's first state
     cancelled: bool = False
+    failure_classes: dict[str, int] = field(default_factory=dict)  # K.2 counts (failures)
+    findings: list[dict[str, Any]] = field(default_factory=list)  # one per K.2 occurrence
+    reactions: list[Reaction] = field(default_factory=list)  # world failure -> arm halted
 
     def to_json(self) -> dict[str, Any]:
         minutes = max(self.t_end - self.t_start, 1e-9) / 60.0
@@ -95,6 +100,8 @@ class TaskOutcome:
             "scene": self.scene, "seed": self.seed, "fault": self.fault,
             "robot_s": round(self.t_end - self.t_start, 3),
             "aborted": self.aborted,
+            "failure_classes": self.failure_classes,
+            "reactions": [r.to_json() for r in self.reactions],
         }
 
 
@@ -111,7 +118,10 @@ class Orchestrator:
         self.instruction = instruction
         self.record = record or EpisodeRecord()
         self.decider = make_decider(config.decider, config)  # first: it checks its options
-        self.port: RobotPort = port if port is not None else SimPort(scene, seed, fault)
+        self.port: RobotPort = port if port is not None else SimPort(scene, seed, fault,
+                                                                     world=config.world)
+        # what the oracle and the monitor believe: the physics, or a perception estimate
+        self.world: WorldSource = getattr(self.port, "world", None) or PhysicsWorld()
         self.max_decisions = max_decisions
         self._cancel = threading.Event()
         data, path = load_oracle_json(scene)
@@ -138,20 +148,22 @@ class Orchestrator:
         the arm held; the outcome says `cancelled`."""
         self._cancel.set()
 
-    def _feed(self, state: WorldState) -> None:
+    def _feed(self, state: WorldState) -> WorldState:
         """Truth and verdict see every state; each new world event is a record line."""
         self.states.append(state)
         for ev in self.detector.update(state):
             data = ev.to_json()
             data.pop("t", None)
             self.record.write("world_event", ev.t, **data)
-        self.verdict_tracker.update(state)
+        seen = self.world.observe(state)  # what the oracle and the monitor believe
+        self.verdict_tracker.update(seen)
+        return seen
 
     def _observe(self, state: WorldState) -> None:
         """A world state arrived (a control period): feed truth, verdict and monitor; maybe
         interrupt the running tool, or stop for a cancel."""
-        self._feed(state)
-        self.monitor.update(state)
+        seen = self._feed(state)
+        self.monitor.update(seen)
         hand = np.asarray(state.objects["robot_hand"].position) if "robot_hand" in \
             state.objects else None
         q = self.port.joint_positions()
@@ -173,7 +185,9 @@ class Orchestrator:
         self._prev_hand, self._prev_q = hand, q
         if self._cancel.is_set():
             raise TaskCancelled("the task was cancelled")
-        if state.t + 1e-9 >= self._next_poll:
+        # half a period of slack: robot time is a float sum of physics steps, so a poll due
+        # "now" can read a hair late and, at the control rate, would wait a whole period
+        if state.t + 0.5 * self.port.dt >= self._next_poll:
             self._next_poll = state.t + 1.0 / self.cfg.monitor_hz
             signals = self.monitor.poll(state.t, self._active, self._tool_running)
             for s in signals:
@@ -517,12 +531,19 @@ class Orchestrator:
                     for s in self.plan.subgoals]
         verdict = self.verdict_tracker.finish().to_json() if self.oracle is not None else None
         world = self.detector.summary()
+        # the K.2 classes read the record up to and with this result (what it believed)
+        counts, findings = classify([*self.record.lines, {
+            "record": "result", "t": final.t, "subgoals": subgoals, "aborted": aborted}],
+            world, success)
         self.record.write("result", final.t, success=success, subgoals=subgoals, world=world,
-                          verdict=verdict, aborted=aborted)
+                          verdict=verdict, aborted=aborted, failure_classes=counts,
+                          findings=findings)
+        signals = [x for x in self.record.lines if x["record"] == "signal"]
         return TaskOutcome(self.scene.name, self.seed, str(self.fault) if self.fault else None,
                            self.plan, success, subgoals, self.decisions, world, verdict,
                            self.halts, final.t, wall, self.states, aborted, self.t_start,
-                           self.cancelled)
+                           self.cancelled, counts, findings,
+                           reactions(world["events"], signals, self.halts))
 
     def close(self) -> None:
         for part in (getattr(self, "monitor", None), self.decider):

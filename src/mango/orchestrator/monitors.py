@@ -75,13 +75,16 @@ class OracleMonitor:
     a hand lowering an object into its container legitimately ends `up(X)` before the release
     completes the next action. A gripper closed on something (the state's `gripper`: closed,
     not empty) while the active step's holding action stays incomplete for `grasp_s` is an
-    unexplained grasp: the hand holds what the step does not name.
+    unexplained grasp: the hand holds what the step does not name. When the world state says
+    *what* is held (`grasped(Y)` on one of its objects), a Y that no unfinished step's holding
+    action names is that grasp at once: the wait is only for a closed gripper whose load the
+    state cannot name.
     """
 
     name = "oracle"
 
     def __init__(self, oracle: FineGrainedOracle, plan: Plan, no_progress_s: float = 10.0,
-                 lost_states: int = 2, lost_s: float = 1.5, grasp_s: float = 2.0,
+                 lost_states: int = 1, lost_s: float = 1.5, grasp_s: float = 2.0,
                  empty_width: float = 0.003) -> None:
         self.tracker = StepTracker(oracle)
         self.lost_s = lost_s
@@ -93,6 +96,12 @@ class OracleMonitor:
             e.path: [compile_expression(a, lib) for mon in e.action.monitoring
                      for a in _held_atoms(parse_expression(mon.handle_as))]
             for e in self.tracker.entries}
+        self._held_objects: dict[str, set[str]] = {
+            e.path: {a.args[0] for mon in e.action.monitoring
+                     for a in _held_atoms(parse_expression(mon.handle_as)) if a.args}
+            for e in self.tracker.entries}
+        self._grasp_conds: dict[str, object] = {}
+        self._named_grasps: set[str] = set()  # wrong objects reported while still held
         self._lost_since: dict[str, float] = {}
         self.plan = plan
         self.no_progress_s = no_progress_s
@@ -172,7 +181,40 @@ class OracleMonitor:
                     detail=f"{last} {entry.action.action_id} was completed; {what} before "
                            f"step {s.oracle_step} was done", monitor=self.name))
 
+    def _named_unexplained_grasp(self, state: WorldState) -> bool:
+        """`grasped(Y)` for an object Y no unfinished step's holding action names: reported
+        in the state it starts (the first one the tracker sees it in). True when the state
+        names what the hand holds (explained or not), so the width rule is not needed."""
+        view = StateView(state, self.tracker.library.thresholds)
+        held = set()
+        for oid, st in state.objects.items():
+            if st.kind != "object":
+                continue
+            cond = self._grasp_conds.get(oid)
+            if cond is None:
+                cond = self._grasp_conds[oid] = compile_expression(
+                    parse_expression(f"grasped({oid})"), self.tracker.library)
+            if _safe(cond, view):
+                held.add(oid)
+        self._named_grasps &= held  # out of the hand: a new grasp of it is news again
+        if not held:
+            return False
+        explained = {o for s in self.plan.subgoals if s.id not in self._done
+                     for p in self._paths[s.id] for o in self._held_objects[p]}
+        active = self._active
+        for oid in sorted(held - explained - self._named_grasps):
+            self._named_grasps.add(oid)
+            sid = active.id if active is not None else None
+            self._pending.append(Signal(
+                t=state.t, kind="failure", subgoal=sid, reason="unexplained_grasp",
+                detail=f"the hand holds {oid}, which no unfinished step's holding action "
+                       "names", monitor=self.name))
+        self._grasp_reported = self._grasp_reported or bool(held - explained)
+        return True
+
     def _unexplained_grasp(self, state: WorldState) -> None:
+        if self._named_unexplained_grasp(state):
+            return
         g = state.gripper
         closed = g is not None and g.closed is True and (g.width or 0.0) > self.empty_width
         if not closed:

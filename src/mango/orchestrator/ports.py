@@ -19,6 +19,12 @@ import numpy as np
 from mango.oracle.world_state import WorldState
 from mango.orchestrator.schemas import Subgoal
 from mango.orchestrator.tools import HaltTool, PrimitiveTools, ToolResult, VlaTool
+from mango.orchestrator.world import (
+    ESTIMATED_CAMERAS,
+    WorldSource,
+    make_world,
+    world_markers,
+)
 from mango.perception.base import PerceptionConfig
 from mango.perception.registry import make_backend
 from mango.primitives.planning import GRIPPER_OPEN
@@ -90,9 +96,13 @@ class SimPort:
     """The embedded sim: the expert as the VLA (optionally faulted), `SimPrimitives` for
     grasp/place, every tool stepping the physics one control period at a time."""
 
-    def __init__(self, scene: SceneSpec, seed: int, fault: Fault | None = None) -> None:
+    def __init__(self, scene: SceneSpec, seed: int, fault: Fault | None = None,
+                 world: str = "physics") -> None:
         self.scene = scene
-        self.env = SimEnv(scene, seed=seed, cameras=("front",), image_size=(640, 480))
+        markers = world_markers(scene, world)
+        self.env = SimEnv(scene, seed=seed, cameras=("front",) if markers is None else
+                          ESTIMATED_CAMERAS, image_size=(640, 480), markers=markers)
+        self.world: WorldSource = make_world(self.env, world)  # what the oracle believes
         self.dt = self.env.dt
         self.policy = ExpertPolicy(scene, fault)
         self.halt_tool = HaltTool(self.env)

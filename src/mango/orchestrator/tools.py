@@ -77,7 +77,12 @@ class VlaTool:
 
 
 class HaltTool:
-    """Hold the arm where it is, gripper as commanded (nothing dropped)."""
+    """Hold the arm where it is, gripper as commanded (nothing dropped).
+
+    The hold starts at once from the measured joints (`SimEnv.stop`), as a trajectory
+    controller's hold on a cancelled goal does; streamed like any row it would first ramp from
+    the last command, which runs ahead of a moving arm, and the hand would coast on.
+    """
 
     name = "halt"
 
@@ -89,10 +94,11 @@ class HaltTool:
 
     def run(self, seconds: float, width: float, step: Callable[[np.ndarray], WorldState]
             ) -> WorldState:
-        row = self.hold_row(width)
         state = self.env.world_state()
         for _ in range(max(1, round(seconds / self.env.dt))):
-            state = step(row)
+            # re-anchored every period: a hand still moving (it coasted, or sprang back when
+            # its load fell away) is held where it is, one at rest keeps its target
+            state = step(np.r_[self.env.stop(), width])
         return state
 
 

@@ -227,6 +227,25 @@ class SimEnv:
                 done = min(n, done + SUBSTEPS)
                 self._target = goal.copy()
 
+    def stop(self) -> np.ndarray:
+        """Hold the arm where it is, from this instant: the actuators' targets become, at
+        once, the measured joint positions plus the offset that carries the present load (no
+        ramp from the last command, which lies ahead of a moving arm and would carry it on
+        for a period). The gripper keeps its command. Returns the targets held."""
+        with self.lock:
+            b, m = self.built, self.model
+            act = b.arm_actuators
+            kp = m.actuator_gainprm[act, 0]
+            kv = -m.actuator_biasprm[act, 2]
+            # where the servo holds the arm still under its present load: the applied target
+            # less the part of the tracking error that only drives the motion (kv/kp * qd)
+            lag = (kv / kp) * self.data.qvel[b.arm_dof]
+            q = self.data.ctrl[act] - lag
+            self._target[:7] = q
+            self._goal[:7] = q
+            self._apply_ctrl(self._target)
+            return q
+
     def step_chunk(self, actions: np.ndarray | Sequence[Sequence[float]]) -> WorldState:
         """Execute an H x 8 action chunk at 15 Hz and return the final world state."""
         chunk = np.asarray(actions, float)
