@@ -1,9 +1,11 @@
 """Grasp and place primitives over the LIBERO-10 scenes (issue #15's figures).
 
-For every object the scene's expert plan moves, per seed: grasp it (perception-grounded,
-measured: width + finger contacts), then place it at the plan's destination phrased "in/on
-the <container/surface>" (measured: `in`/`on` on a fresh detection after release, and on the
-physics); then, from a fresh reset, the same grasp and "empty space next to <destination>".
+For every object the scene's expert plan moves, per seed: grasp it knowing the destination,
+as `mango primitives pick-place` does (perception-grounded, top-down or from the side where
+the scene needs it; measured: width + finger contacts), then place it at the plan's
+destination phrased "in/on the <container/surface>" (measured: `in`/`on` on a fresh
+detection after release, and on the physics); then, from a fresh reset, the same grasp and
+"empty space next to <destination>".
 Also the grasp planning time (detection -> first chunk). Goals: grasp >= 90 %, in/on >= 85 %.
 
 Run: `python bench/bench_primitives.py [--seeds 10] [--perception sim|tabletop]
@@ -45,23 +47,29 @@ def _cases(scene) -> list[tuple[str, str, str, str | None]]:
 
 
 def _plan_time(prims, phrase: str) -> float | None:
-    """Seconds from a detection to the grasp's first chunk (planning only, nothing moves)."""
+    """Seconds from a detection to the grasp's first chunk (planning only, nothing moves):
+    the approach chosen (`grasp_options`: top-down or side) and its first leg."""
     import numpy as np
 
     from mango.primitives.motion import to_chunks
-    from mango.primitives.planning import plan_grasp
+    from mango.primitives.planning import GraspScene, grasp_options
     from mango.sim.expert.motions import down_quat
 
     found, _ = prims.detect([phrase])
     det = found.get(phrase)
     if det is None:
         return None
+    ex = prims.executor
+    world = ex.ports.measure().world
     t0 = time.perf_counter()
-    plan = plan_grasp(det)
+    plan = grasp_options(det, GraspScene((), ex.known_fixtures(world), ex.area.base))[0]
     arm = prims._arm(prims.width_cmd)
+    if plan.approach == "top":
+        goal, quat = plan.pre_grasp, down_quat(arm.grip_yaw(plan.opening_yaw))
+    else:
+        goal, quat = plan.pre_grasp + np.array([0.0, 0.0, 0.09]), arm.pose()[1]
     rows: list[np.ndarray] = []
-    for part in arm.travel_to(plan.pre_grasp, down_quat(arm.grip_yaw(plan.opening_yaw)),
-                              width=plan.width):
+    for part in arm.travel_to(goal, quat, width=plan.width):
         rows += part
         break  # the first leg gives the first chunk
     to_chunks(rows)[0]
