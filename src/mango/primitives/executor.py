@@ -241,8 +241,6 @@ class PrimitiveExecutor:
             if world is not None and e.joint is not None and e.joint.id in world.joints:
                 q = world.joints[e.joint.id].q
             fx = KnownFixture.from_entity(e, pos, yaw, q if e.shape == "drawer_cabinet" else None)
-            if fx is not None and e.shape == "microwave":
-                fx = dataclasses.replace(fx, door_q=q)
             if fx is not None:
                 out.append(fx)
         return out
@@ -438,27 +436,18 @@ class PrimitiveExecutor:
         if req.kind == "on":
             assert anchor is not None
             return surface_target(anchor, self.last_frame), anchor
+        if req.at is not None:  # back where it stood a moment ago: free, reachable
+            return PlaceTarget(np.asarray(req.at, float), self.area.height, None), None
         self.detect(obstacle_phrases(self.scene, held.entity_id))
         held_key = held.entity_id or (held.detection.phrase if held.detection else None)
         # seen now, or seen before and hidden now (by the arm holding this object, often)
         obstacles = [d for k, d in self.seen.items() if k != held_key]
         if anchor is not None:
             obstacles.append(anchor)
-        # a known fixture's parts where they are, not its detected box (an open door's box
-        # covers the table in front of it)
-        fixtures = self.known_fixtures(self.ports.measure().world)
-        known: list[tuple[float, float, float, float]] = []
-        for d in list(obstacles):
-            fx = self._fixture_of(d, fixtures)
-            parts = fx.footprints() if fx is not None else None
-            if parts is not None:
-                obstacles.remove(d)
-                known += parts
         assert held.detection is not None
         major, minor = footprint_extents(held.detection)
         radius = math.hypot(major, minor) / 2
-        return empty_space_target(self.area, obstacles, radius, anchor, req.side,
-                                  req.near, known), anchor
+        return empty_space_target(self.area, obstacles, radius, anchor, req.side), anchor
 
     def place(self, req: PlaceRequest, object_phrase: str | None = None) -> PlaceOutcome:
         self._rows_total = self._rows_done = 0
@@ -524,8 +513,9 @@ class PrimitiveExecutor:
 
     def _regrasp_from_side(self, req: PlaceRequest, phrase: str,
                            held: GraspOutcome) -> PlaceOutcome | None:
-        """Put an object held from the top down where it was grasped (free, reachable: it
-        was just taken from there) and grasp it again from the side for the insertion; None
+        """Put an object held from the top back where it was grasped (free and reachable: it
+        was just taken from there; an empty-space search would have to see past the open
+        door's box of a microwave) and grasp it again from the side for the insertion; None
         when it is held so, else the failed outcome saying which step failed."""
         assert held.detection is not None
         spot = held.detection.centroid

@@ -62,7 +62,7 @@ class PlaceRequest:
     anchor: str | None
     side: Side = "any"
     text: str = ""
-    near: tuple[float, float] | None = None  # table: the free cell nearest this point
+    at: tuple[float, float] | None = None  # table: this spot, known free (where it stood)
 
 
 def parse_destination(text: str) -> PlaceRequest:
@@ -164,7 +164,6 @@ class KnownFixture:
     size: tuple[float, float, float]
     drawer_q: float | None = None
     spec: EntitySpec | None = None  # the scene file's entry (the builder's geometry reads it)
-    door_q: float | None = None  # a microwave's door hinge, where measured (0 shut, < 0 open)
 
     @classmethod
     def from_entity(cls, e: EntitySpec, position: Sequence[float], yaw: float | None = None,
@@ -220,32 +219,6 @@ class KnownFixture:
             "position": (0.0, 0.0), "joint": {"id": f"{self.entity_id}_joint", "q_open": -0.1,
                                                "q_closed": 0.0, "q_init": 0.0,
                                                "range": (-0.3, 0.0)}})
-
-    def footprints(self) -> list[tuple[float, float, float, float]] | None:
-        """World xy boxes the fixture stands on: its body, a pulled-out drawer, an open
-        door as a row of small boxes along it; None while a moving part is unmeasured (then
-        only its detected box says where it is)."""
-        hx, hy, _ = self._half
-        local: list[tuple[float, float, float, float]] = [(-hx, -hy, hx, hy)]
-        if self.shape == "drawer_cabinet":
-            if self.drawer_q is None:
-                return None
-            dx, dy, _ = drawer_half(self._spec())
-            local.append((self.drawer_q - dx - 0.024, -dy, self.drawer_q + dx, dy))
-        else:
-            if self.door_q is None:
-                return None
-            hinge = np.array([-hx - WALL / 2 - 0.001, -hy])
-            along = np.array([math.sin(self.door_q), math.cos(self.door_q)])
-            for f in np.linspace(0.0, 1.0, 9):
-                px, py = hinge + f * 2 * hy * along
-                local.append((px - 0.02, py - 0.02, px + 0.02, py + 0.02))
-        out = []
-        for x0, y0, x1, y1 in local:
-            cs = [self.world((x, y)) for x in (x0, x1) for y in (y0, y1)]
-            lo, hi = np.min(cs, axis=0), np.max(cs, axis=0)
-            out.append((float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])))
-        return out
 
     def interior_box(self) -> tuple[np.ndarray, np.ndarray]:
         """World axis-aligned box (centre, size) of the inside: the microwave's cavity, the
@@ -573,17 +546,14 @@ class OccupancyGrid:
 
 
 def empty_space_target(area: TableArea, obstacles: Sequence[Detection], held_radius: float,
-                       anchor: Detection | None, side: Side = "any",
-                       near: Sequence[float] | None = None,
-                       known: Sequence[tuple[float, float, float, float]] = ()) -> PlaceTarget:
-    """The nearest free table cell to the anchor (on `side`), or without one to `near` or
-    the table's reachable middle; `known` footprints (a fixture's parts) count besides the
-    detected ones. `ValueError` with the reason when no cell is free."""
-    boxes = [_box_of(d) for d in obstacles] + list(known)
+                       anchor: Detection | None, side: Side = "any") -> PlaceTarget:
+    """The nearest free table cell to the anchor (on `side`), or to the table's reachable
+    middle without one; `ValueError` with the reason when no cell is free."""
+    boxes = [_box_of(d) for d in obstacles]
     grid = OccupancyGrid(area, boxes, held_radius)
     if anchor is None:
         reach = (area.reach[0] + area.reach[1]) / 2
-        to = near if near is not None else (area.base[0] + reach, area.base[1])
+        to = (area.base[0] + reach, area.base[1])
         spot = grid.nearest(to)
     else:
         spot = grid.nearest(anchor.centroid[:2], side, _box_of(anchor))
