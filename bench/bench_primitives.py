@@ -54,8 +54,10 @@ def _plan_time(prims, phrase: str) -> float | None:
     the approach chosen (`grasp_options`: top-down or side) and its first leg."""
     import numpy as np
 
+    from mango.errors import UnreachableError
     from mango.primitives.motion import to_chunks
     from mango.primitives.planning import GraspScene, grasp_options
+    from mango.sim.expert.arm import ExpertError
     from mango.sim.expert.motions import down_quat
 
     found, _ = prims.detect([phrase])
@@ -72,9 +74,12 @@ def _plan_time(prims, phrase: str) -> float | None:
     else:
         goal, quat = plan.pre_grasp + np.array([0.0, 0.0, 0.09]), arm.pose()[1]
     rows: list[np.ndarray] = []
-    for part in arm.travel_to(goal, quat, width=plan.width):
-        rows += part
-        break  # the first leg gives the first chunk
+    try:
+        for part in arm.travel_to(goal, quat, width=plan.width):
+            rows += part
+            break  # the first leg gives the first chunk
+    except (ExpertError, UnreachableError):
+        return None  # no first chunk to time: the grasp itself says why
     to_chunks(rows)[0]
     return time.perf_counter() - t0
 
