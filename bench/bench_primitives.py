@@ -67,7 +67,10 @@ def _plan_time(prims, phrase: str) -> float | None:
     ex = prims.executor
     world = ex.ports.measure().world
     t0 = time.perf_counter()
-    plan = grasp_options(det, GraspScene((), ex.known_fixtures(world), ex.area.base))[0]
+    try:
+        plan = grasp_options(det, GraspScene((), ex.known_fixtures(world), ex.area.base))[0]
+    except ValueError:
+        return None  # refused (wider than the hand): nothing to time
     arm = prims._arm(prims.width_cmd)
     if plan.approach == "top":
         goal, quat = plan.pre_grasp, down_quat(arm.grip_yaw(plan.opening_yaw))
