@@ -1,13 +1,18 @@
 """Grasp and place primitives over the LIBERO-10 scenes (issue #15's figures).
 
-For every object the scene's expert plan moves, per seed: grasp it (perception-grounded,
-measured: width + finger contacts), then place it at the plan's destination phrased "in/on
-the <container/surface>" (measured: `in`/`on` on a fresh detection after release, and on the
-physics); then, from a fresh reset, the same grasp and "empty space next to <destination>".
+For every object the scene's expert plan moves, per seed: grasp it knowing the destination,
+as `mango primitives pick-place` does (perception-grounded, top-down or from the side where
+the scene needs it; measured: width + finger contacts), then place it at the plan's
+destination phrased "in/on the <container/surface>" (measured: `in`/`on` on a fresh
+detection after release, and on the physics); then, from a fresh reset, the same grasp and
+"empty space next to <destination>".
 Also the grasp planning time (detection -> first chunk). Goals: grasp >= 90 %, in/on >= 85 %.
 
 Run: `python bench/bench_primitives.py [--seeds 10] [--perception sim|tabletop]
-[--scene S ...] [--json OUT]` (`make bench` runs 1 seed). Prints a table per scene.
+[--scene S ...] [--json OUT]` (`make bench` runs 1 seed). Prints a table per scene; `--json`
+keeps every run as it ends (a cut run keeps what it measured), `--from-json A B` prints the
+table of saved runs (B's scene+seed rows replace A's: measured again; seeds run in parts
+add up).
 """
 
 from __future__ import annotations
@@ -45,27 +50,81 @@ def _cases(scene) -> list[tuple[str, str, str, str | None]]:
 
 
 def _plan_time(prims, phrase: str) -> float | None:
-    """Seconds from a detection to the grasp's first chunk (planning only, nothing moves)."""
+    """Seconds from a detection to the grasp's first chunk (planning only, nothing moves):
+    the approach chosen (`grasp_options`: top-down or side) and its first leg."""
     import numpy as np
 
+    from mango.errors import UnreachableError
     from mango.primitives.motion import to_chunks
-    from mango.primitives.planning import plan_grasp
+    from mango.primitives.planning import GraspScene, grasp_options
+    from mango.sim.expert.arm import ExpertError
     from mango.sim.expert.motions import down_quat
 
     found, _ = prims.detect([phrase])
     det = found.get(phrase)
     if det is None:
         return None
+    ex = prims.executor
+    world = ex.ports.measure().world
     t0 = time.perf_counter()
-    plan = plan_grasp(det)
+    try:
+        plan = grasp_options(det, GraspScene((), ex.known_fixtures(world), ex.area.base))[0]
+    except ValueError:
+        return None  # refused (wider than the hand): nothing to time
     arm = prims._arm(prims.width_cmd)
+    if plan.approach == "top":
+        goal, quat = plan.pre_grasp, down_quat(arm.grip_yaw(plan.opening_yaw))
+    else:
+        goal, quat = plan.pre_grasp + np.array([0.0, 0.0, 0.09]), arm.pose()[1]
     rows: list[np.ndarray] = []
-    for part in arm.travel_to(plan.pre_grasp, down_quat(arm.grip_yaw(plan.opening_yaw)),
-                              width=plan.width):
-        rows += part
-        break  # the first leg gives the first chunk
+    try:
+        for part in arm.travel_to(goal, quat, width=plan.width):
+            rows += part
+            break  # the first leg gives the first chunk
+    except (ExpertError, UnreachableError):
+        return None  # no first chunk to time: the grasp itself says why
     to_chunks(rows)[0]
     return time.perf_counter() - t0
+
+
+def _table(runs: list[dict], scene_names: list[str]) -> list[tuple[str, ...]]:
+    def rate(rows: list[dict], key: str) -> str:
+        ok = sum(bool(r.get(key)) for r in rows)
+        return f"{ok}/{len(rows)}" if rows else "-"
+
+    def line(name: str, mine: list[dict]) -> tuple[str, ...]:
+        rel = [r for r in mine if r["kind"] == "rel"]
+        nxt = [r for r in mine if r["kind"] == "next_to"]
+        placed_rel = [r for r in rel if r["destination"]]
+        return (name, rate(rel, "grasp_ok"), rate(placed_rel, "satisfied"),
+                rate(placed_rel, "truth"), rate(nxt, "satisfied"), rate(nxt, "truth"))
+
+    table = [line(n.removeprefix("libero10_"), [r for r in runs if r["scene"] == n])
+             for n in scene_names]
+    table.append(line("all", runs))
+    return table
+
+
+def _print(runs: list[dict], title: str) -> None:
+    names = list(dict.fromkeys(r["scene"] for r in runs))
+    plan = [r["plan_ms"] for r in runs if r.get("plan_ms") is not None]
+    p50 = statistics.median(plan) if plan else float("nan")
+    seeds = sorted({r["seed"] for r in runs})
+    print_table(f"{title}, seeds {seeds[0] if seeds else '-'}..{seeds[-1] if seeds else '-'}; "
+                f"grasp planning p50 {p50:.0f} ms, goal <= 200",
+                ("scene", "grasp", "in/on perceived", "in/on truth", "next to perceived",
+                 "next to truth"), _table(runs, names))
+
+
+def _load(paths: list[Path]) -> list[dict]:
+    """Rows of saved runs; a later file's rows replace an earlier one's for the same scene
+    and seed (measured again)."""
+    runs: list[dict] = []
+    for path in paths:
+        rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        again = {(r["scene"], r["seed"]) for r in rows}
+        runs = [r for r in runs if (r["scene"], r["seed"]) not in again] + rows
+    return runs
 
 
 def main() -> None:
@@ -75,8 +134,15 @@ def main() -> None:
     ap.add_argument("--perception", default="sim")
     ap.add_argument("--scene", action="append", default=None)
     ap.add_argument("--no-empty", action="store_true", help="skip 'empty space next to X'")
-    ap.add_argument("--json", type=Path, default=None, help="write every run's outcome here")
+    ap.add_argument("--json", type=Path, default=None,
+                    help="write every run's outcome here, one line each as it ends")
+    ap.add_argument("--from-json", type=Path, nargs="+", default=None,
+                    help="print the table of saved runs (later files replace scene+seed)")
     args = ap.parse_args()
+    if args.from_json:
+        _print(_load(args.from_json), f"bench_primitives (saved runs: "
+               f"{', '.join(p.name for p in args.from_json)})")
+        return
 
     from mango.perception.base import PerceptionConfig
     from mango.perception.registry import backend_entry, make_backend
@@ -88,7 +154,7 @@ def main() -> None:
               else [load_scene(p) for p in list_scenes() if p.stem.startswith("libero10_")])
     entry = backend_entry(args.perception)
     runs: list[dict] = []
-    plan_times: list[float] = []
+    out = args.json.open("w") if args.json else None
     t_start = time.perf_counter()
     for sc in scenes:
         env = SimEnv(sc, args.start, cameras=("front", "wrist"), image_size=(640, 480))
@@ -102,52 +168,30 @@ def main() -> None:
                     for kind, text in kinds:
                         env.reset(seed)
                         prims = SimPrimitives(env, be, privileged=entry.privileged)
-                        if kind == "rel":
-                            t = _plan_time(prims, phrase)
-                            if t is not None:
-                                plan_times.append(t)
+                        t = _plan_time(prims, phrase) if kind == "rel" else None
                         req = parse_destination(text) if text is not None else None
                         g = prims.grasp(phrase, req)
                         row = {"scene": sc.name, "seed": seed, "object": obj, "phrase": phrase,
                                "kind": kind, "destination": text, "grasp": g.status,
                                "grasp_entity": g.entity_id, "grasp_ok": g.grasped and
-                               g.entity_id == obj, "grasp_message": g.message}
+                               g.entity_id == obj, "grasp_message": g.message,
+                               "approach": g.approach,
+                               "plan_ms": None if t is None else round(t * 1000, 2)}
                         if g.grasped and text is not None:
                             p = prims.place(req, phrase)
                             row.update(place=p.status, satisfied=p.satisfied,
                                        truth=p.satisfied_truth, place_message=p.message)
                         runs.append(row)
+                        if out is not None:
+                            out.write(json.dumps(row) + "\n")
+                            out.flush()
         finally:
             be.close()
             env.close()
+    if out is not None:
+        out.close()
     wall = time.perf_counter() - t_start
-    if args.json:
-        args.json.write_text("\n".join(json.dumps(r) for r in runs) + "\n")
-
-    def rate(rows: list[dict], key: str) -> str:
-        ok = sum(bool(r.get(key)) for r in rows)
-        return f"{ok}/{len(rows)}" if rows else "-"
-
-    table = []
-    for sc in scenes:
-        mine = [r for r in runs if r["scene"] == sc.name]
-        rel = [r for r in mine if r["kind"] == "rel"]
-        nxt = [r for r in mine if r["kind"] == "next_to"]
-        placed_rel = [r for r in rel if r["destination"]]
-        table.append((sc.name.removeprefix("libero10_"), rate(rel, "grasp_ok"),
-                      rate(placed_rel, "satisfied"), rate(placed_rel, "truth"),
-                      rate(nxt, "satisfied"), rate(nxt, "truth")))
-    rel = [r for r in runs if r["kind"] == "rel"]
-    placed_rel = [r for r in rel if r["destination"]]
-    nxt = [r for r in runs if r["kind"] == "next_to"]
-    table.append(("all", rate(rel, "grasp_ok"), rate(placed_rel, "satisfied"),
-                  rate(placed_rel, "truth"), rate(nxt, "satisfied"), rate(nxt, "truth")))
-    p50 = statistics.median(plan_times) * 1000 if plan_times else float("nan")
-    print_table(f"bench_primitives ({args.perception} perception, seeds {args.start}.."
-                f"{args.start + args.seeds - 1}; grasp planning p50 {p50:.0f} ms, goal <= 200; "
-                f"{wall:.0f} s)",
-                ("scene", "grasp", "in/on perceived", "in/on truth", "next to perceived",
-                 "next to truth"), table)
+    _print(runs, f"bench_primitives ({args.perception} perception; {wall:.0f} s)")
 
 
 if __name__ == "__main__":

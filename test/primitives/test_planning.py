@@ -246,6 +246,9 @@ def test_into_a_microwave_is_a_horizontal_insertion_past_its_opening() -> None:
     assert -0.14 + 0.045 + 0.02 <= lx <= 0.14 - 0.045  # wholly past the opening, off the back
     assert abs(ly) <= 0.17 - HAND_HALF_SPAN  # the hand's span clear of the side walls
     assert t.support_z == pytest.approx(0.9 + 0.008)  # the cavity's floor
+    c, size = mw.interior_box()  # turned -90 deg: its local x is world -y
+    assert size == pytest.approx([0.34 - 0.016, 0.28 - 0.008, 0.25 - 0.016])
+    assert c == pytest.approx([0.08, -0.3 + 0.004, 0.9 + 0.125])  # back wall at world -y
 
 
 def test_into_an_open_drawer_is_top_down_into_its_exposed_part() -> None:
@@ -260,6 +263,11 @@ def test_into_an_open_drawer_is_top_down_into_its_exposed_part() -> None:
     shut = dataclasses.replace(cab, drawer_q=-0.02)
     with pytest.raises(ValueError, match=r"open 0 cm past the cabinet's front.*open it first"):
         fixture_release(shut, 0.035, BASE)
+    # its inside where it is (what a perceived 'in' is judged against): the drawer box
+    c, size = cab.interior_box()
+    assert c[0] - size[0] / 2 == pytest.approx(0.19 - 0.2 - 0.11, abs=1e-9)
+    assert c[0] + size[0] / 2 == pytest.approx(0.19 - 0.2 + 0.11, abs=1e-9)
+    assert c[2] - size[2] / 2 == pytest.approx(1.03 - 0.13 + 0.008 + 0.002, abs=1e-9)
     # how far it is open, from a detection of the whole cabinet (its box reaches past it)
     box = _det((0.19 - 0.1, 0.14, 1.03), (0.44, 0.26, 0.26), eid="white_cabinet_1")
     assert drawer_q_from_box(cab, box) == pytest.approx(-0.2)

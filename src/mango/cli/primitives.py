@@ -40,7 +40,9 @@ class _Session:
 
         entry = backend_entry(backend)
         sc = as_scene(scene)
-        self.env = SimEnv(sc, seed, cameras=(camera,), image_size=(640, 480))
+        # the wrist camera too: a second look where the chosen camera's view is blocked
+        self.env = SimEnv(sc, seed, cameras=tuple(dict.fromkeys((camera, "wrist"))),
+                          image_size=(640, 480))
         self.states = [self.env.world_state()]
         try:
             self.backend = make_backend(PerceptionConfig(backend=backend, scene=sc))

@@ -240,7 +240,7 @@ class PrimitiveExecutor:
             q = None
             if world is not None and e.joint is not None and e.joint.id in world.joints:
                 q = world.joints[e.joint.id].q
-            fx = KnownFixture.from_entity(e, pos, yaw, q)
+            fx = KnownFixture.from_entity(e, pos, yaw, q if e.shape == "drawer_cabinet" else None)
             if fx is not None:
                 out.append(fx)
         return out
@@ -436,6 +436,8 @@ class PrimitiveExecutor:
         if req.kind == "on":
             assert anchor is not None
             return surface_target(anchor, self.last_frame), anchor
+        if req.at is not None:  # back where it stood a moment ago: free, reachable
+            return PlaceTarget(np.asarray(req.at, float), self.area.height, None), None
         self.detect(obstacle_phrases(self.scene, held.entity_id))
         held_key = held.entity_id or (held.detection.phrase if held.detection else None)
         # seen now, or seen before and hidden now (by the arm holding this object, often)
@@ -459,13 +461,18 @@ class PrimitiveExecutor:
         except (LookupError, ValueError) as exc:
             return PlaceOutcome("rejected", None, False, str(exc))
         self._phase_start("plan")
-        release = target.release_hand(held.hand_above_bottom)
+        regrasped = ""
         if target.insert is not None and held.approach != "side":
-            return PlaceOutcome("rejected", None, False,
-                                f"'{req.text}' has a roof over its inside: a horizontal "
-                                "insertion needs the object held from the side, and it is "
-                                "held from the top (grasp it knowing the destination: "
-                                "pick-place does)", destination_id=target.entity_id)
+            phrase = object_phrase or (held.detection.phrase if held.detection else "")
+            failed = self._regrasp_from_side(req, phrase, held)
+            if failed is not None:
+                return failed
+            assert self.held is not None
+            held, regrasped = self.held, "regrasped from the side (held from the top, a roof " \
+                "over the inside); "
+            self._rows_total = self._rows_done = 0
+            self._phase_start("plan")
+        release = target.release_hand(held.hand_above_bottom)
         m0 = self.ports.measure()
         arm = self._arm(m0.q, self.width_cmd)
         try:
@@ -498,11 +505,39 @@ class PrimitiveExecutor:
         satisfied, why = self._judge_perceived(req, phrase, anchor, target)
         truth, dest_id = (self.ports.truth(req, held.entity_id, target, anchor)
                           if self.ports.truth is not None else (None, None))
-        msg = (f"released at {hand[0]}; '{req.text}' "
+        msg = (f"{regrasped}released at {hand[0]}; '{req.text}' "
                f"{'holds' if satisfied else 'does not hold'} (perceived{why})")
         self.ports.feedback("verify", 1.0)
         return PlaceOutcome("succeeded" if satisfied else "failed", hand[0], satisfied, msg,
                             truth, target.entity_id or dest_id, hand[1])
+
+    def _regrasp_from_side(self, req: PlaceRequest, phrase: str,
+                           held: GraspOutcome) -> PlaceOutcome | None:
+        """Put an object held from the top back where it was grasped (free and reachable: it
+        was just taken from there; an empty-space search would have to see past the open
+        door's box of a microwave) and grasp it again from the side for the insertion; None
+        when it is held so, else the failed outcome saying which step failed."""
+        assert held.detection is not None
+        spot = held.detection.centroid
+        down_req = PlaceRequest("table", None, "any",
+                                "empty space on the table where it was grasped",
+                                (float(spot[0]), float(spot[1])))
+        down = self.place(down_req, phrase)
+        if down.status != "succeeded" and self.held is not None:
+            return PlaceOutcome("failed", None, False, "a horizontal insertion needs the "
+                                f"object held from the side; putting it down to regrasp "
+                                f"failed: {down.message}")
+        # out of the camera's view of it (the hand is over it) before looking again
+        m = self.ports.measure()
+        arm = self._arm(m.q, self.width_cmd)
+        park = np.array([self.area.base[0] + 0.35, self.area.base[1], self.travel_z])
+        with contextlib.suppress(_Stopped, ExpertError, UnreachableError):
+            self._run([r for part in arm.travel_to(park) for r in part], "retreat")
+        g = self.grasp(phrase, req)
+        if not g.grasped or g.approach != "side":
+            return PlaceOutcome("failed", None, False, "a horizontal insertion needs the "
+                                f"object held from the side; the regrasp failed: {g.message}")
+        return None
 
     def _top_place_rows(self, arm: PlannedArm, release: np.ndarray, width: float
                         ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:

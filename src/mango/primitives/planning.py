@@ -62,6 +62,7 @@ class PlaceRequest:
     anchor: str | None
     side: Side = "any"
     text: str = ""
+    at: tuple[float, float] | None = None  # table: this spot, known free (where it stood)
 
 
 def parse_destination(text: str) -> PlaceRequest:
