@@ -133,7 +133,8 @@ def main() -> None:
     per_task = []
     for r in rows:
         if r["build"]:
-            per_task.append([r["suite"], r["task"][:60], "not built", "", "; ".join(r["build"])[:90]])
+            per_task.append([r["suite"], r["task"][:60], "not built", "",
+                             "; ".join(r["build"])[:110]])
             continue
         s = r["seeds"].values()
         goal = sum(v["goal"] for v in s)
@@ -155,10 +156,13 @@ def main() -> None:
         both = sum(v["goal"] and bool(v["oracle"]) for r in built for v in r["seeds"].values())
         suites.append([s, f"{len(built)}/{len(rs)}", f"{goal}/{len(rs) * len(seeds)}",
                        f"{both}/{len(rs) * len(seeds)}", str(n)])
-    print_table("per suite", ["suite", "built", "goal passes", "goal+oracle passes", "runs"], suites)
-    missing = Counter(m.split(":")[0] for r in rows for m in r["build"] if "category" in m)
+    print_table("per suite", ["suite", "built", "goal passes", "goal+oracle passes", "runs"],
+                suites)
+    missing = Counter(m.split("'")[1] for r in rows for m in r["build"]
+                      if m.startswith("category '"))
     if missing:
-        print("categories not built:", ", ".join(f"{k} ({n} tasks)" for k, n in missing.items()))
+        print("categories not built:",
+              ", ".join(f"{k} ({n} tasks)" for k, n in missing.most_common()))
     print(f"wall {wall:.0f} s (niced, on a shared 2-core machine)")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")

@@ -169,9 +169,8 @@ def test_the_drawer_the_task_fills_slides_and_every_drawer_is_a_region() -> None
 
 
 def test_stacked_starts_rest_on_their_support_for_every_seed() -> None:
-    from mango.sim.env import SimEnv
-
     from mango.oracle.symbolic import SymbolicOracle
+    from mango.sim.env import SimEnv
 
     sc = sim_scene(read_bddl(DRAWER_TASK), "d").scene
     assert sc is not None

@@ -25,7 +25,7 @@ BUILT: dict[str, dict[str, Any]] = {
         "shape": "bowl", "size": [0.082, 0.082, 0.042], "mass": 0.1,
         "color": [0.92, 0.9, 0.84, 1]},
     "wine_rack": {
-        "kind": "fixture", "shape": "box", "size": [0.13, 0.19, 0.2], "mass": 3.0,
+        "kind": "fixture", "shape": "box", "size": [0.19, 0.13, 0.2], "mass": 3.0,
         "color": [0.45, 0.25, 0.15, 1]},
     "wooden_cabinet": {
         "kind": "fixture", "shape": "drawer_cabinet", "size": [0.19, 0.24, 0.22],
@@ -60,6 +60,11 @@ def drawer_region(cabinet: EntitySpec, level: int) -> dict[str, Any]:
         return {"part": "drawer", "offset": [0.0, 0.0, 0.0], "size": size}
     return {"part": "base", "offset": [0.0, 0.0, round(zc, 4)], "size": size}
 
+
+# Where a built fixture's front (our -x) points in LIBERO's asset frame, as a yaw: the
+# wooden cabinet's handles stand out on its -y side, so a LIBERO yaw psi (`:yaw_rotation`)
+# is our yaw psi + 90 degrees (psi = pi: the drawers open towards +y).
+FRONT_YAW_DEG: dict[str, float] = {"wooden_cabinet": 90.0}
 
 # (category, region name) -> region fields (part, offset, size); a drawer's comes from
 # `mango.sim.parts` once the entity is known (see `drawer_region`)

@@ -13,10 +13,11 @@ close, Turnon -> turn_on). What cannot be built is named, never approximated.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from mango.bddl.builds import BUILT, BUILT_REGIONS, LEVELS, drawer_region
+from mango.bddl.builds import BUILT, BUILT_REGIONS, FRONT_YAW_DEG, LEVELS, drawer_region
 from mango.bddl.categories import CATEGORIES, SURFACES
 from mango.bddl.convert import goal_expression
 from mango.bddl.model import Atom, Compound, Problem
@@ -59,6 +60,8 @@ TABLE_REGION_HEIGHT = 0.05  # a table region's box: the top surface and 5 cm abo
 # 0.25 m ahead of its Panda, where the FR3's gripper, pointing down, cannot follow a
 # continuous joint path to the knob or the burner; closer fixtures move out to this.
 MIN_FIXTURE_AHEAD = 0.38
+GRIPPER_OPENING = 0.08  # the Franka Hand's widest opening: anything wider is pushed
+DRAWER_RELEASE_X = -0.03  # release point in an open drawer, toward its front
 
 
 @dataclass
@@ -133,6 +136,22 @@ def _supports_first(problem: Problem, steps: list[dict[str, Any]]) -> list[dict[
     return list(steps)
 
 
+def _open_first(steps: list[dict[str, Any]], drawers: dict[str, bool]) -> list[dict[str, Any]]:
+    """An open step before the first put into a drawer that starts closed, unless the plan
+    opens it already ("open the top drawer and put the bowl inside": the goal says In)."""
+    out: list[dict[str, Any]] = []
+    opened = {k for k, closed in drawers.items() if not closed}
+    for step in steps:
+        target = step.get("target")
+        if step["skill"] == "pick_place" and target in drawers and target not in opened:
+            out.append({"skill": "open", "joint": target})
+            opened.add(target)
+        if step["skill"] == "open":
+            opened.add(step["joint"])
+        out.append(step)
+    return out
+
+
 def _initial_q(template: EntitySpec, init_state: dict[str, str], name: str, joint: str) -> float:
     """The joint's start from `:init` (Open/Turnon on the fixture or its joint's region):
     fully open (the end of its range away from closed, as LIBERO may sample up to it), closed,
@@ -204,6 +223,11 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             x0, y0, x1, y1 = region.ranges[0]
             data["position"] = list(sim_xy(*region.centre()))  # type: ignore[misc]
             data["jitter"] = [round((x1 - x0) / 2, 4), round((y1 - y0) / 2, 4)]
+            yaw = region.yaw
+            if e.category in FRONT_YAW_DEG and yaw is not None:
+                # LIBERO's facing (the middle of its yaw range: a fixture does not jitter)
+                mid = math.degrees((yaw[0] + yaw[1]) / 2) + FRONT_YAW_DEG[e.category]
+                data["yaw"] = round((mid + 180.0) % 360.0 - 180.0, 2)
             near = RobotSpec().base[0] + MIN_FIXTURE_AHEAD
             if not template.movable and data["position"][0] < near:
                 moved.append(f"{e.name} moved {near - data['position'][0]:.2f} m away from "
@@ -281,28 +305,47 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
         regions.append(data)
 
     expert: list[dict[str, Any]] = []
+    # drawer joints (named as their drawer's region) -> whether they start closed
+    drawer_joints = {e["joint"]["id"]: e["joint"]["q_init"] == e["joint"]["q_closed"]
+                     for e in entities if e["shape"] == "drawer_cabinet"}
     goal = problem.goal
     top = goal.children if isinstance(goal, Compound) and goal.kind == "and" else [goal]
     sizes = {r["id"]: r["size"] for r in regions} | {e["id"]: e["size"] for e in entities}
     targets = [g.args[1] for g in top if isinstance(g, Atom) and g.predicate in ("on", "in")]
+    placed = 0
     for g in top:
         if not isinstance(g, Atom):
             missing.append("a goal with Or/Not: the expert plans an And of atoms")
             continue
         if g.predicate in ("on", "in"):
+            placed += 1
+            region = problem.region(g.args[1])
+            obj = built.get(g.args[0])
+            if obj is not None and min(obj.size[:2]) > GRIPPER_OPENING:
+                # too wide to grasp (a plate): pushed over the table into a table region
+                if region is None or region.target != table:
+                    missing.append(f"goal ({g.predicate} {g.args[0]} {g.args[1]}): the hand "
+                                   f"cannot grasp a {obj.size[0]:.2f} m wide {obj.shape}, "
+                                   "only push it over the table")
+                else:
+                    expert.append({"skill": "push", "obj": g.args[0], "target": g.args[1],
+                                   "relation": "on"})
+                continue
             step: dict[str, Any] = {"skill": "pick_place", "obj": g.args[0], "target": g.args[1],
                                     "relation": g.predicate}
-            region = problem.region(g.args[1])
             owner_cat = problem.category_of(region.target if region else g.args[1]) or ""
             how = t.placing.get((ALIASES.get(owner_cat, owner_cat), region.name if region else ""))
             offset = list(how.offset) if how is not None else [0.0, 0.0]
+            r_spec = next((r for r in regions if r["id"] == g.args[1]), None)
+            if how is None and r_spec is not None and r_spec.get("part") == "drawer":
+                offset[0] = DRAWER_RELEASE_X  # the drawer's front half, out of the cabinet
             if region is not None and region.target in mirrored:
                 offset[1] = -offset[1]
             if how is not None and how.grasp != "top":
                 step["grasp"] = how.grasp
             # several objects to one target: side by side across its width, as the shipped
             # scenes release two groceries in a basket at +/- a quarter of its width
-            n, i = targets.count(g.args[1]), targets[: len(expert) + 1].count(g.args[1]) - 1
+            n, i = targets.count(g.args[1]), targets[:placed].count(g.args[1]) - 1
             if n > 1 and g.args[1] in sizes:
                 width = sizes[g.args[1]][1]
                 offset[1] += round(width * ((i + 0.5) / n - 0.5), 4)
@@ -313,11 +356,13 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             expert.append({"skill": "close", "joint": g.args[0]})
         elif g.predicate == "turnon":
             expert.append({"skill": "turn_on", "device": g.args[0]})
+        elif g.predicate == "open" and g.args[0] in drawer_joints:
+            expert.append({"skill": "open", "joint": g.args[0]})
         else:
             missing.append(f"goal ({g.predicate} ...): the expert has no such skill")
     if missing:
         return SimScene(None, missing, left_out)
-    expert = _supports_first(problem, expert)
+    expert = _open_first(_supports_first(problem, expert), drawer_joints)
     data = {
         "name": name,
         "instruction": problem.language,

@@ -21,6 +21,7 @@ from mango.geometry import frame_quat, mat_to_quat, yaw_quat
 from mango.sim.markers import PLATE_THICKNESS, MarkerMap, marker_cells, marker_image
 from mango.sim.parts import (
     DRAWER_FRAC,
+    HANDLE_OUT,
     KNOB_HALF,
     WALL,
     container_wall,
@@ -362,8 +363,14 @@ class _Builder:
         self._box(drawer, e.id, (-dx + t, 0, 0), (t, dy, dz), dr, mass=0.1)
         self._box(drawer, e.id, (0, dy - t, -0.01), (dx, t, dz - 0.01), dr, mass=0.1)
         self._box(drawer, e.id, (0, -dy + t, -0.01), (dx, t, dz - 0.01), dr, mass=0.1)
-        self._box(drawer, e.id, (-dx - 0.012, 0, 0.0), (0.012, 0.05, 0.008), (0.2, 0.2, 0.2, 1),
-                  mass=0.05)
+        # the handle: a bar on two standoffs, its front 24 mm out; the gap behind it lets
+        # fingers closing across it (one above, one below) hold it to pull
+        grey = (0.2, 0.2, 0.2, 1)
+        self._box(drawer, e.id, (-dx - HANDLE_OUT + 0.004, 0, 0.0), (0.004, 0.05, 0.008), grey,
+                  mass=0.03)
+        for y in (-0.045, 0.045):
+            self._box(drawer, e.id, (-dx - (HANDLE_OUT - 0.008) / 2, y, 0.0),
+                      ((HANDLE_OUT - 0.008) / 2, 0.005, 0.006), grey, mass=0.01)
 
     def _microwave(self, body: mujoco.MjsBody, e: EntitySpec) -> None:
         assert e.joint is not None
