@@ -371,9 +371,10 @@ def push_to(ctx: SkillContext, obj: str, target: str,
     size = st.size or ctx.scene.entity(obj).size
     # the object's reach along v from its centre (a disc's radius, a box's half extent)
     r = float(abs(v[0]) * size[0] + abs(v[1]) * size[1]) / 2
-    z = c[2] - size[2] / 2 + min(size[2] / 2, 0.012) + FINGERTIP
+    # fingertips low on its side, clear of the table (the arm sags a little when pushing)
+    z = c[2] - size[2] / 2 + min(0.75 * size[2], 0.012) + FINGERTIP
     behind = c[:2] - (r + 0.03) * v
-    end = goal[:2] - (r + 0.005) * v
+    end = goal[:2] - (r - 0.01) * v  # a little past: the object lags the fingers
     quat = down_quat(arm.grip_yaw(math.atan2(v[1], v[0]) + math.pi / 2))
     start = np.array([behind[0], behind[1], z])
     yield from push(ctx, start, quat, [], approach=0.1, speed=0.1)

@@ -249,10 +249,12 @@ class ExpertPolicy:
     def _push(self, k: int, skill: SkillSpec) -> Iterator[object]:
         ctx = self._ctx
         assert ctx is not None
-        yield from motions.push_to(ctx, skill.obj or "", skill.target or "",
-                                   self._approached(skill.obj or ""))
-        if self._placed(k):
-            self._achieve(self.progress.find("place", k))
+        for _attempt in range(4):  # the object lags the fingers: push again from where it is
+            yield from motions.push_to(ctx, skill.obj or "", skill.target or "",
+                                       self._approached(skill.obj or ""))
+            if self._placed(k):
+                self._achieve(self.progress.find("place", k))
+                return
 
     def _turn_on(self, k: int, skill: SkillSpec) -> Iterator[object]:
         ctx = self._ctx
