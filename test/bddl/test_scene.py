@@ -236,3 +236,54 @@ def test_a_closed_drawer_is_opened_first_and_a_plate_is_pushed() -> None:
     assert run.error is None and run.success, run.labels["milestones"]
     assert SymbolicOracle(sc.goal).check(run.states).verdict == "pass"
     assert run.labels["milestones"][0]["kind"] == "open"
+
+
+SHELF = """(define (problem LIBERO_Study_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language put the book on the shelf and the bowl on top of the cabinet)
+  (:regions
+    (shelf_region (:target study_table) (:ranges ((-0.01 0.25 0.01 0.27)))
+      (:yaw_rotation ((3.141592653589793 3.141592653589793))))
+    (cabinet_region (:target study_table) (:ranges ((-0.01 -0.25 0.01 -0.23))))
+    (book_region (:target study_table) (:ranges ((-0.11 -0.01 -0.09 0.01))))
+    (bowl_region (:target study_table) (:ranges ((-0.11 0.09 -0.09 0.11))))
+    (top_region (:target wooden_two_layer_shelf_1))
+    (bottom_region (:target wooden_two_layer_shelf_1))
+    (top_side (:target white_cabinet_1))
+    (top_region (:target white_cabinet_1))
+    (bottom_region (:target white_cabinet_1)))
+  (:fixtures study_table - study_table wooden_two_layer_shelf_1 - wooden_two_layer_shelf
+    white_cabinet_1 - white_cabinet)
+  (:objects black_book_1 - black_book white_bowl_1 - white_bowl)
+  (:init (On wooden_two_layer_shelf_1 study_table_shelf_region)
+         (On white_cabinet_1 study_table_cabinet_region)
+         (On black_book_1 study_table_book_region) (On white_bowl_1 study_table_bowl_region)
+         (Open white_cabinet_1_top_region))
+  (:goal (And (In black_book_1 wooden_two_layer_shelf_1_top_region)
+              (On white_bowl_1 white_cabinet_1_top_side)))
+)
+"""
+
+
+def test_a_shelf_a_second_drawer_and_any_fixture_top() -> None:
+    """The two-layer shelf (LIBERO's wooden_two_layer_shelf.xml: 0.33 x 0.19 x 0.21, a board
+    a third up), a one-drawer cabinet whose top drawer the task names gets two, and a fixture's
+    `top_side` is a region on its top face."""
+    from mango.bddl.parser import parse_bddl
+
+    sc = sim_scene(parse_bddl(SHELF), "shelf").scene
+    assert sc is not None
+    shelf = sc.entity("wooden_two_layer_shelf_1")
+    assert shelf.shape == "shelf" and shelf.size == pytest.approx((0.19, 0.33, 0.21))
+    top, bottom = (sc.region(f"wooden_two_layer_shelf_1_{n}_region") for n in ("top", "bottom"))
+    assert bottom.offset[2] < 0 < top.offset[2] and top.size[2] > bottom.size[2]
+    assert sc.expert[0].skill == "pick_place" and sc.expert[0].grasp == "side"
+    cab = sc.entity("white_cabinet_1")
+    assert cab.drawers == 2 and cab.drawer == 1 and cab.joint is not None
+    assert cab.joint.id == "white_cabinet_1_top_region"
+    side = sc.region("white_cabinet_1_top_side")
+    assert side.offset[2] == pytest.approx(cab.size[2] / 2 + 0.025)
+    two = SHELF.replace("(Open white_cabinet_1_top_region)",
+                        "(Open white_cabinet_1_top_region) (Close white_cabinet_1_bottom_region)")
+    missing = sim_scene(parse_bddl(two), "two").missing
+    assert any("opens or closes 2 of its drawers" in m for m in missing)

@@ -17,7 +17,16 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from mango.bddl.builds import BUILT, BUILT_REGIONS, FRONT_YAW_DEG, LEVELS, drawer_region
+from mango.bddl.builds import (
+    BUILT,
+    BUILT_REGIONS,
+    FRONT_YAW_DEG,
+    LEVELS,
+    SHELF_LAYERS,
+    drawer_region,
+    shelf_region,
+    top_region,
+)
 from mango.bddl.categories import CATEGORIES, SURFACES
 from mango.bddl.convert import goal_expression
 from mango.bddl.model import Atom, Compound, Problem
@@ -244,13 +253,28 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             continue
         data["description"] = CATEGORIES[e.category].description if e.category in CATEGORIES \
             else e.category.replace("_", " ")
+        mentioned = {arg[len(e.name) + 1:] for a in (*problem.goal_atoms(), *problem.init)
+                     for arg in a.args if arg.startswith(e.name + "_")}
+        if template.shape == "drawer_cabinet" and template.drawers == 1 and \
+                "top_region" in mentioned:
+            # a one-drawer cabinet whose upper part the task uses: two equal drawers
+            data["drawers"] = 2
+            template = template.model_copy(update={"drawers": 2})
         levels = LEVELS.get(template.drawers, ()) if template.shape == "drawer_cabinet" else ()
         if len(levels) > 1:
             # one drawer slides: the one the task opens, closes or fills (goal, then :init)
             named = [a.args[-1] for a in (*problem.goal_atoms(), *problem.init)
                      if a.predicate in ("open", "close", "in") and a.args]
-            level = next((levels.index(n[len(e.name) + 1:]) for n in named
-                          if n.startswith(e.name + "_") and n[len(e.name) + 1:] in levels), 0)
+            mine = [n[len(e.name) + 1:] for n in named if n.startswith(e.name + "_")
+                    and n[len(e.name) + 1:] in levels]
+            moving = {a.args[0] for a in (*problem.goal_atoms(), *problem.init)
+                      if a.predicate in ("open", "close") and a.args[0].startswith(e.name + "_")}
+            if len(moving) > 1:
+                missing.append(f"{e.name}: the task opens or closes {len(moving)} of its "
+                               f"drawers ({', '.join(sorted(moving))}); the sim slides one per "
+                               "cabinet")
+                continue
+            level = levels.index(mine[0]) if mine else 0
             data["drawer"] = level
             data["joint"] = {**data["joint"], "id": f"{template.id}_{levels[level]}"}
             template = template.model_copy(update={"joint": JointSpec.model_validate(
@@ -288,6 +312,14 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
         template_r = t.regions.get((ALIASES.get(cat or "", cat or ""), r.name))
         levels = LEVELS.get(owner.drawers, ()) if owner is not None and \
             owner.shape == "drawer_cabinet" else ()
+        if owner is not None and owner.shape == "shelf" and r.name in SHELF_LAYERS:
+            regions.append({"id": r.full_name, "parent": r.target,
+                            **shelf_region(owner, SHELF_LAYERS.index(r.name))})
+            continue
+        if owner is not None and r.name == "top_side" and template_r is None:
+            # any built fixture's top face (a microwave's, a cabinet's)
+            regions.append({"id": r.full_name, "parent": r.target, **top_region(owner.size)})
+            continue
         if owner is not None and r.name in levels and len(levels) > 1:
             # every drawer of a built cabinet is in the scene (the world state has them all)
             regions.append({"id": r.full_name, "parent": r.target,
@@ -337,6 +369,9 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             how = t.placing.get((ALIASES.get(owner_cat, owner_cat), region.name if region else ""))
             offset = list(how.offset) if how is not None else [0.0, 0.0]
             r_spec = next((r for r in regions if r["id"] == g.args[1]), None)
+            if region is not None and region.name in SHELF_LAYERS and \
+                    built[region.target].shape == "shelf":
+                step["grasp"] = "side"  # into a layer: level, from its open front
             if how is None and r_spec is not None and r_spec.get("part") == "drawer":
                 offset[0] = DRAWER_RELEASE_X  # the drawer's front half, out of the cabinet
             if region is not None and region.target in mirrored:

@@ -23,6 +23,7 @@ from mango.sim.parts import (
     DRAWER_FRAC,
     HANDLE_OUT,
     KNOB_HALF,
+    SHELF_BOARD_FRAC,
     WALL,
     container_wall,
     door_hinge_local,
@@ -317,6 +318,8 @@ class _Builder:
                            density=e.mass / (2 * (sx * sy + sx * sz + sy * sz) * wall), **grip)
         elif e.shape == "drawer_cabinet":
             self._cabinet(body, e)
+        elif e.shape == "shelf":
+            self._shelf(body, e)
         elif e.shape == "microwave":
             self._microwave(body, e)
         elif e.shape == "stove":
@@ -371,6 +374,18 @@ class _Builder:
         for y in (-0.045, 0.045):
             self._box(drawer, e.id, (-dx - (HANDLE_OUT - 0.008) / 2, y, 0.0),
                       ((HANDLE_OUT - 0.008) / 2, 0.005, 0.006), grey, mass=0.01)
+
+    def _shelf(self, body: mujoco.MjsBody, e: EntitySpec) -> None:
+        sx, sy, sz = (s / 2 for s in e.size)
+        t = WALL / 2
+        rgba = e.color
+        self._box(body, e.id, (sx - t, 0, 0), (t, sy, sz), rgba)  # back (+x)
+        self._box(body, e.id, (0, sy - t, 0), (sx, t, sz), rgba)
+        self._box(body, e.id, (0, -sy + t, 0), (sx, t, sz), rgba)
+        self._box(body, e.id, (0, 0, sz - t), (sx, sy, t), rgba)  # top
+        self._box(body, e.id, (0, 0, -sz + t), (sx, sy, t), rgba)  # floor
+        board = -sz + 2 * sz * SHELF_BOARD_FRAC
+        self._box(body, e.id, (0, 0, board), (sx, sy, t), rgba)
 
     def _microwave(self, body: mujoco.MjsBody, e: EntitySpec) -> None:
         assert e.joint is not None

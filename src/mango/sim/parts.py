@@ -131,3 +131,15 @@ def _axis_angle(a: np.ndarray, angle: float) -> np.ndarray:
     c, s = math.cos(angle), math.sin(angle)
     k = np.array([[0, -z, y], [z, 0, -x], [-y, x, 0]])
     return np.eye(3) + s * k + (1 - c) * (k @ k)
+
+
+SHELF_BOARD_FRAC = 1 / 3  # a two-layer shelf's board: a third of the way up (LIBERO's)
+
+
+def shelf_layer(e: EntitySpec, layer: int) -> tuple[float, float]:
+    """(z centre, height) inside a shelf's bottom (0) or top (1) layer, in its frame."""
+    _, _, sz = e.size
+    board = -sz / 2 + sz * SHELF_BOARD_FRAC
+    lo, hi = (-sz / 2 + WALL, board - WALL / 2) if layer == 0 else (board + WALL / 2,
+                                                                     sz / 2 - WALL)
+    return ((lo + hi) / 2, hi - lo)

@@ -38,6 +38,7 @@ Shape = Literal[
     "basket",  # an open container with thin walls
     "plate",  # a thin disc
     "caddy",  # an open container split into a front and a back compartment
+    "shelf",  # a frame open to -x with a board splitting it into a bottom and a top layer
     "drawer_cabinet",  # a cabinet whose bottom drawer slides (part "drawer")
     "microwave",  # a box with a cavity open to -x and a hinged door (part "door")
     "stove",  # a flat stove with a burner and a knob turning about z (part "knob")
