@@ -211,6 +211,7 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
 
     entities: list[dict[str, Any]] = []
     supported: set[str] = set()  # regions and entities something starts on
+    refused: set[str] = set()  # entities named in `missing`
     moved: list[str] = []
     built: dict[str, EntitySpec] = {}
     mirrored: set[str] = set()
@@ -273,6 +274,7 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
                 missing.append(f"{e.name}: the task opens or closes {len(moving)} of its "
                                f"drawers ({', '.join(sorted(moving))}); the sim slides one per "
                                "cabinet")
+                refused.add(e.name)
                 continue
             level = levels.index(mine[0]) if mine else 0
             data["drawer"] = level
@@ -307,6 +309,8 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
                                 "size": [round(x1 - x0, 4), round(y1 - y0, 4),
                                          TABLE_REGION_HEIGHT]})
             continue
+        if r.target in refused:
+            continue  # its entity is named as not built already
         owner = built.get(r.target)
         cat = problem.category_of(r.target)
         template_r = t.regions.get((ALIASES.get(cat or "", cat or ""), r.name))
@@ -369,8 +373,8 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             how = t.placing.get((ALIASES.get(owner_cat, owner_cat), region.name if region else ""))
             offset = list(how.offset) if how is not None else [0.0, 0.0]
             r_spec = next((r for r in regions if r["id"] == g.args[1]), None)
-            if region is not None and region.name in SHELF_LAYERS and \
-                    built[region.target].shape == "shelf":
+            holder = built.get(region.target) if region is not None else None
+            if holder is not None and holder.shape == "shelf" and region.name in SHELF_LAYERS:
                 step["grasp"] = "side"  # into a layer: level, from its open front
             if how is None and r_spec is not None and r_spec.get("part") == "drawer":
                 offset[0] = DRAWER_RELEASE_X  # the drawer's front half, out of the cabinet
