@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -124,16 +124,33 @@ def main() -> None:
         sys.exit(f"no .bddl files under {args.root} for {args.suites}")
     seeds = list(range(args.seeds))
     t0 = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+
+    def done(row: dict[str, Any]) -> None:
+        # one line per task as it finishes (a long run shows progress, a killed one keeps it)
+        rows.append(row)
+        v = row["seeds"].values()
+        what = "not built" if row["build"] else \
+            f"goal {sum(x['goal'] for x in v)}/{len(v)} oracle {sum(bool(x['oracle']) for x in v)}"
+        print(f"[{len(rows)}/{len(files)}] {row['suite']} {row['task']}: {what}", flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1) + "\n")
+
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
-            rows = list(pool.map(run_task, files, [seeds] * len(files)))
+            for fut in as_completed([pool.submit(run_task, f, seeds) for f in files]):
+                done(fut.result())
     else:
-        rows = [run_task(f, seeds) for f in files]
+        for f in files:
+            done(run_task(f, seeds))
+    order = {f: i for i, f in enumerate(files)}
+    rows.sort(key=lambda r: order[str(Path(args.root) / r["suite"] / (r["task"] + ".bddl"))])
     wall = time.perf_counter() - t0
     per_task = []
     for r in rows:
         if r["build"]:
-            per_task.append([r["suite"], r["task"][:60], "not built", "", "; ".join(r["build"])[:90]])
+            per_task.append([r["suite"], r["task"][:60], "not built", "",
+                             "; ".join(r["build"])[:110]])
             continue
         s = r["seeds"].values()
         goal = sum(v["goal"] for v in s)
@@ -155,10 +172,13 @@ def main() -> None:
         both = sum(v["goal"] and bool(v["oracle"]) for r in built for v in r["seeds"].values())
         suites.append([s, f"{len(built)}/{len(rs)}", f"{goal}/{len(rs) * len(seeds)}",
                        f"{both}/{len(rs) * len(seeds)}", str(n)])
-    print_table("per suite", ["suite", "built", "goal passes", "goal+oracle passes", "runs"], suites)
-    missing = Counter(m.split(":")[0] for r in rows for m in r["build"] if "category" in m)
+    print_table("per suite", ["suite", "built", "goal passes", "goal+oracle passes", "runs"],
+                suites)
+    missing = Counter(m.split("'")[1] for r in rows for m in r["build"]
+                      if m.startswith("category '"))
     if missing:
-        print("categories not built:", ", ".join(f"{k} ({n} tasks)" for k, n in missing.items()))
+        print("categories not built:",
+              ", ".join(f"{k} ({n} tasks)" for k, n in missing.most_common()))
     print(f"wall {wall:.0f} s (niced, on a shared 2-core machine)")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")

@@ -13,10 +13,20 @@ close, Turnon -> turn_on). What cannot be built is named, never approximated.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from mango.bddl.builds import BUILT, BUILT_REGIONS, LEVELS, drawer_region
+from mango.bddl.builds import (
+    BUILT,
+    BUILT_REGIONS,
+    FRONT_YAW_DEG,
+    LEVELS,
+    SHELF_LAYERS,
+    drawer_region,
+    shelf_region,
+    top_region,
+)
 from mango.bddl.categories import CATEGORIES, SURFACES
 from mango.bddl.convert import goal_expression
 from mango.bddl.model import Atom, Compound, Problem
@@ -59,6 +69,8 @@ TABLE_REGION_HEIGHT = 0.05  # a table region's box: the top surface and 5 cm abo
 # 0.25 m ahead of its Panda, where the FR3's gripper, pointing down, cannot follow a
 # continuous joint path to the knob or the burner; closer fixtures move out to this.
 MIN_FIXTURE_AHEAD = 0.38
+GRIPPER_OPENING = 0.08  # the Franka Hand's widest opening: anything wider is pushed
+DRAWER_RELEASE_X = -0.03  # release point in an open drawer, toward its front
 
 
 @dataclass
@@ -133,6 +145,22 @@ def _supports_first(problem: Problem, steps: list[dict[str, Any]]) -> list[dict[
     return list(steps)
 
 
+def _open_first(steps: list[dict[str, Any]], drawers: dict[str, bool]) -> list[dict[str, Any]]:
+    """An open step before the first put into a drawer that starts closed, unless the plan
+    opens it already ("open the top drawer and put the bowl inside": the goal says In)."""
+    out: list[dict[str, Any]] = []
+    opened = {k for k, closed in drawers.items() if not closed}
+    for step in steps:
+        target = step.get("target")
+        if step["skill"] == "pick_place" and target in drawers and target not in opened:
+            out.append({"skill": "open", "joint": target})
+            opened.add(target)
+        if step["skill"] == "open":
+            opened.add(step["joint"])
+        out.append(step)
+    return out
+
+
 def _initial_q(template: EntitySpec, init_state: dict[str, str], name: str, joint: str) -> float:
     """The joint's start from `:init` (Open/Turnon on the fixture or its joint's region):
     fully open (the end of its range away from closed, as LIBERO may sample up to it), closed,
@@ -183,6 +211,7 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
 
     entities: list[dict[str, Any]] = []
     supported: set[str] = set()  # regions and entities something starts on
+    refused: set[str] = set()  # entities named in `missing`
     moved: list[str] = []
     built: dict[str, EntitySpec] = {}
     mirrored: set[str] = set()
@@ -204,6 +233,11 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             x0, y0, x1, y1 = region.ranges[0]
             data["position"] = list(sim_xy(*region.centre()))  # type: ignore[misc]
             data["jitter"] = [round((x1 - x0) / 2, 4), round((y1 - y0) / 2, 4)]
+            yaw = region.yaw
+            if e.category in FRONT_YAW_DEG and yaw is not None:
+                # LIBERO's facing (the middle of its yaw range: a fixture does not jitter)
+                mid = math.degrees((yaw[0] + yaw[1]) / 2) + FRONT_YAW_DEG[e.category]
+                data["yaw"] = round((mid + 180.0) % 360.0 - 180.0, 2)
             near = RobotSpec().base[0] + MIN_FIXTURE_AHEAD
             if not template.movable and data["position"][0] < near:
                 moved.append(f"{e.name} moved {near - data['position'][0]:.2f} m away from "
@@ -220,13 +254,29 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             continue
         data["description"] = CATEGORIES[e.category].description if e.category in CATEGORIES \
             else e.category.replace("_", " ")
+        mentioned = {arg[len(e.name) + 1:] for a in (*problem.goal_atoms(), *problem.init)
+                     for arg in a.args if arg.startswith(e.name + "_")}
+        if template.shape == "drawer_cabinet" and template.drawers == 1 and \
+                "top_region" in mentioned:
+            # a one-drawer cabinet whose upper part the task uses: two equal drawers
+            data["drawers"] = 2
+            template = template.model_copy(update={"drawers": 2})
         levels = LEVELS.get(template.drawers, ()) if template.shape == "drawer_cabinet" else ()
         if len(levels) > 1:
             # one drawer slides: the one the task opens, closes or fills (goal, then :init)
             named = [a.args[-1] for a in (*problem.goal_atoms(), *problem.init)
                      if a.predicate in ("open", "close", "in") and a.args]
-            level = next((levels.index(n[len(e.name) + 1:]) for n in named
-                          if n.startswith(e.name + "_") and n[len(e.name) + 1:] in levels), 0)
+            mine = [n[len(e.name) + 1:] for n in named if n.startswith(e.name + "_")
+                    and n[len(e.name) + 1:] in levels]
+            moving = {a.args[0] for a in (*problem.goal_atoms(), *problem.init)
+                      if a.predicate in ("open", "close") and a.args[0].startswith(e.name + "_")}
+            if len(moving) > 1:
+                missing.append(f"{e.name}: the task opens or closes {len(moving)} of its "
+                               f"drawers ({', '.join(sorted(moving))}); the sim slides one per "
+                               "cabinet")
+                refused.add(e.name)
+                continue
+            level = levels.index(mine[0]) if mine else 0
             data["drawer"] = level
             data["joint"] = {**data["joint"], "id": f"{template.id}_{levels[level]}"}
             template = template.model_copy(update={"joint": JointSpec.model_validate(
@@ -259,11 +309,21 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
                                 "size": [round(x1 - x0, 4), round(y1 - y0, 4),
                                          TABLE_REGION_HEIGHT]})
             continue
+        if r.target in refused:
+            continue  # its entity is named as not built already
         owner = built.get(r.target)
         cat = problem.category_of(r.target)
         template_r = t.regions.get((ALIASES.get(cat or "", cat or ""), r.name))
         levels = LEVELS.get(owner.drawers, ()) if owner is not None and \
             owner.shape == "drawer_cabinet" else ()
+        if owner is not None and owner.shape == "shelf" and r.name in SHELF_LAYERS:
+            regions.append({"id": r.full_name, "parent": r.target,
+                            **shelf_region(owner, SHELF_LAYERS.index(r.name))})
+            continue
+        if owner is not None and r.name == "top_side" and template_r is None:
+            # any built fixture's top face (a microwave's, a cabinet's)
+            regions.append({"id": r.full_name, "parent": r.target, **top_region(owner.size)})
+            continue
         if owner is not None and r.name in levels and len(levels) > 1:
             # every drawer of a built cabinet is in the scene (the world state has them all)
             regions.append({"id": r.full_name, "parent": r.target,
@@ -281,28 +341,50 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
         regions.append(data)
 
     expert: list[dict[str, Any]] = []
+    # drawer joints (named as their drawer's region) -> whether they start closed
+    drawer_joints = {e["joint"]["id"]: e["joint"]["q_init"] == e["joint"]["q_closed"]
+                     for e in entities if e["shape"] == "drawer_cabinet"}
     goal = problem.goal
     top = goal.children if isinstance(goal, Compound) and goal.kind == "and" else [goal]
     sizes = {r["id"]: r["size"] for r in regions} | {e["id"]: e["size"] for e in entities}
     targets = [g.args[1] for g in top if isinstance(g, Atom) and g.predicate in ("on", "in")]
+    placed = 0
     for g in top:
         if not isinstance(g, Atom):
             missing.append("a goal with Or/Not: the expert plans an And of atoms")
             continue
         if g.predicate in ("on", "in"):
+            placed += 1
+            region = problem.region(g.args[1])
+            obj = built.get(g.args[0])
+            if obj is not None and min(obj.size[:2]) > GRIPPER_OPENING:
+                # too wide to grasp (a plate): pushed over the table into a table region
+                if region is None or region.target != table:
+                    missing.append(f"goal ({g.predicate} {g.args[0]} {g.args[1]}): the hand "
+                                   f"cannot grasp a {obj.size[0]:.2f} m wide {obj.shape}, "
+                                   "only push it over the table")
+                else:
+                    expert.append({"skill": "push", "obj": g.args[0], "target": g.args[1],
+                                   "relation": "on"})
+                continue
             step: dict[str, Any] = {"skill": "pick_place", "obj": g.args[0], "target": g.args[1],
                                     "relation": g.predicate}
-            region = problem.region(g.args[1])
             owner_cat = problem.category_of(region.target if region else g.args[1]) or ""
             how = t.placing.get((ALIASES.get(owner_cat, owner_cat), region.name if region else ""))
             offset = list(how.offset) if how is not None else [0.0, 0.0]
+            r_spec = next((r for r in regions if r["id"] == g.args[1]), None)
+            holder = built.get(region.target) if region is not None else None
+            if holder is not None and holder.shape == "shelf" and region.name in SHELF_LAYERS:
+                step["grasp"] = "side"  # into a layer: level, from its open front
+            if how is None and r_spec is not None and r_spec.get("part") == "drawer":
+                offset[0] = DRAWER_RELEASE_X  # the drawer's front half, out of the cabinet
             if region is not None and region.target in mirrored:
                 offset[1] = -offset[1]
             if how is not None and how.grasp != "top":
                 step["grasp"] = how.grasp
             # several objects to one target: side by side across its width, as the shipped
             # scenes release two groceries in a basket at +/- a quarter of its width
-            n, i = targets.count(g.args[1]), targets[: len(expert) + 1].count(g.args[1]) - 1
+            n, i = targets.count(g.args[1]), targets[:placed].count(g.args[1]) - 1
             if n > 1 and g.args[1] in sizes:
                 width = sizes[g.args[1]][1]
                 offset[1] += round(width * ((i + 0.5) / n - 0.5), 4)
@@ -313,11 +395,13 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
             expert.append({"skill": "close", "joint": g.args[0]})
         elif g.predicate == "turnon":
             expert.append({"skill": "turn_on", "device": g.args[0]})
+        elif g.predicate == "open" and g.args[0] in drawer_joints:
+            expert.append({"skill": "open", "joint": g.args[0]})
         else:
             missing.append(f"goal ({g.predicate} ...): the expert has no such skill")
     if missing:
         return SimScene(None, missing, left_out)
-    expert = _supports_first(problem, expert)
+    expert = _open_first(_supports_first(problem, expert), drawer_joints)
     data = {
         "name": name,
         "libero_problem": problem.name,

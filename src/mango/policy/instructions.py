@@ -59,7 +59,8 @@ def _owner(scene: SceneSpec, ref: str) -> str:
 
 
 def _skill_name(s: SkillSpec) -> str:
-    return {"pick_place": "pick_place", "close": "close", "turn_on": "turn_on"}[s.skill]
+    return {"pick_place": "pick_place", "close": "close", "turn_on": "turn_on", "open": "open",
+            "push": "push"}[s.skill]
 
 
 # the parser's canonical verbs -> the expert skill that carries them out (a lone "pick" is

@@ -21,7 +21,9 @@ from mango.geometry import frame_quat, mat_to_quat, yaw_quat
 from mango.sim.markers import PLATE_THICKNESS, MarkerMap, marker_cells, marker_image
 from mango.sim.parts import (
     DRAWER_FRAC,
+    HANDLE_OUT,
     KNOB_HALF,
+    SHELF_BOARD_FRAC,
     WALL,
     container_wall,
     door_hinge_local,
@@ -316,6 +318,8 @@ class _Builder:
                            density=e.mass / (2 * (sx * sy + sx * sz + sy * sz) * wall), **grip)
         elif e.shape == "drawer_cabinet":
             self._cabinet(body, e)
+        elif e.shape == "shelf":
+            self._shelf(body, e)
         elif e.shape == "microwave":
             self._microwave(body, e)
         elif e.shape == "stove":
@@ -362,8 +366,26 @@ class _Builder:
         self._box(drawer, e.id, (-dx + t, 0, 0), (t, dy, dz), dr, mass=0.1)
         self._box(drawer, e.id, (0, dy - t, -0.01), (dx, t, dz - 0.01), dr, mass=0.1)
         self._box(drawer, e.id, (0, -dy + t, -0.01), (dx, t, dz - 0.01), dr, mass=0.1)
-        self._box(drawer, e.id, (-dx - 0.012, 0, 0.0), (0.012, 0.05, 0.008), (0.2, 0.2, 0.2, 1),
-                  mass=0.05)
+        # the handle: a bar on two standoffs, its front 24 mm out; the gap behind it lets
+        # fingers closing across it (one above, one below) hold it to pull
+        grey = (0.2, 0.2, 0.2, 1)
+        self._box(drawer, e.id, (-dx - HANDLE_OUT + 0.004, 0, 0.0), (0.004, 0.05, 0.008), grey,
+                  mass=0.03)
+        for y in (-0.045, 0.045):
+            self._box(drawer, e.id, (-dx - (HANDLE_OUT - 0.008) / 2, y, 0.0),
+                      ((HANDLE_OUT - 0.008) / 2, 0.005, 0.006), grey, mass=0.01)
+
+    def _shelf(self, body: mujoco.MjsBody, e: EntitySpec) -> None:
+        sx, sy, sz = (s / 2 for s in e.size)
+        t = WALL / 2
+        rgba = e.color
+        self._box(body, e.id, (sx - t, 0, 0), (t, sy, sz), rgba)  # back (+x)
+        self._box(body, e.id, (0, sy - t, 0), (sx, t, sz), rgba)
+        self._box(body, e.id, (0, -sy + t, 0), (sx, t, sz), rgba)
+        self._box(body, e.id, (0, 0, sz - t), (sx, sy, t), rgba)  # top
+        self._box(body, e.id, (0, 0, -sz + t), (sx, sy, t), rgba)  # floor
+        board = -sz + 2 * sz * SHELF_BOARD_FRAC
+        self._box(body, e.id, (0, 0, board), (sx, sy, t), rgba)
 
     def _microwave(self, body: mujoco.MjsBody, e: EntitySpec) -> None:
         assert e.joint is not None

@@ -17,6 +17,7 @@ from mango.sim.scene import ARTICULATED, EntitySpec
 WALL = 0.008  # wall thickness of containers and fixtures
 KNOB_HALF = 0.025  # half the stove knob's height
 DRAWER_FRAC = 0.45  # bottom drawer height / cabinet height
+HANDLE_OUT = 0.024  # how far a drawer handle's front stands out of the drawer front
 
 # part -> (joint type, axis in the part frame): the builder's joints
 PART_JOINT: dict[str, tuple[str, tuple[float, float, float]]] = {
@@ -71,7 +72,7 @@ def door_panel(e: EntitySpec) -> tuple[tuple[float, float, float], tuple[float, 
 def drawer_handle_local(e: EntitySpec, q: float) -> tuple[float, float, float]:
     """Front of the bottom drawer's handle in the cabinet frame, for drawer joint value q."""
     sx, _, _ = e.size
-    return (-sx / 2 + WALL + 0.002 - 0.024 + q, 0.0, drawer_local(e)[2])
+    return (-sx / 2 + WALL + 0.002 - HANDLE_OUT + q, 0.0, drawer_local(e)[2])
 
 
 def door_hinge_local(e: EntitySpec) -> tuple[float, float, float]:
@@ -130,3 +131,15 @@ def _axis_angle(a: np.ndarray, angle: float) -> np.ndarray:
     c, s = math.cos(angle), math.sin(angle)
     k = np.array([[0, -z, y], [z, 0, -x], [-y, x, 0]])
     return np.eye(3) + s * k + (1 - c) * (k @ k)
+
+
+SHELF_BOARD_FRAC = 1 / 3  # a two-layer shelf's board: a third of the way up (LIBERO's)
+
+
+def shelf_layer(e: EntitySpec, layer: int) -> tuple[float, float]:
+    """(z centre, height) inside a shelf's bottom (0) or top (1) layer, in its frame."""
+    _, _, sz = e.size
+    board = -sz / 2 + sz * SHELF_BOARD_FRAC
+    lo, hi = (-sz / 2 + WALL, board - WALL / 2) if layer == 0 else (board + WALL / 2,
+                                                                     sz / 2 - WALL)
+    return ((lo + hi) / 2, hi - lo)

@@ -61,7 +61,7 @@ def oracle_actions(oracle: FineGrainedOracle) -> list[MonitoredAction]:
 def milestone_path(m: Milestone, actions: list[MonitoredAction], scene: SceneSpec) -> str | None:
     """The oracle action that monitors the milestone's effect (matched by its atoms)."""
     aliases = {m.subject}
-    if m.kind == "close":
+    if m.kind in ("close", "open"):
         with contextlib.suppress(KeyError):
             aliases.add(scene.joint_owner(m.subject).id)
     wanted = {
@@ -69,6 +69,7 @@ def milestone_path(m: Milestone, actions: list[MonitoredAction], scene: SceneSpe
         "pick": lambda n, a: n in ("grasped", "up") and a[:1] and a[0] in aliases,
         "place": lambda n, a: n in ("in", "on") and a[:1] and a[0] in aliases,
         "close": lambda n, a: n == "close" and a[:1] and a[0] in aliases,
+        "open": lambda n, a: n == "open" and a[:1] and a[0] in aliases,
         "turnon": lambda n, a: n == "turnon" and a[:1] and a[0] in aliases,
     }[m.kind]
     for act in actions:

@@ -38,6 +38,7 @@ Shape = Literal[
     "basket",  # an open container with thin walls
     "plate",  # a thin disc
     "caddy",  # an open container split into a front and a back compartment
+    "shelf",  # a frame open to -x with a board splitting it into a bottom and a top layer
     "drawer_cabinet",  # a cabinet whose bottom drawer slides (part "drawer")
     "microwave",  # a box with a cavity open to -x and a hinged door (part "door")
     "stove",  # a flat stove with a burner and a knob turning about z (part "knob")
@@ -168,18 +169,21 @@ class RobotSpec(_Strict):
 class SkillSpec(_Strict):
     """One step of the scripted expert's plan."""
 
-    skill: Literal["pick_place", "close", "turn_on"]
+    # open: pull a drawer open by its handle; push: slide an object along the table into
+    # a target region with closed fingers (a plate too wide to grasp)
+    skill: Literal["pick_place", "close", "turn_on", "open", "push"]
     obj: str | None = None  # pick_place: the object
     target: str | None = None  # pick_place: a region or an object to put it in/on
     relation: Literal["in", "on"] = "in"
     offset: Vec2 = (0.0, 0.0)  # pick_place: release point offset in the target's frame
     grasp: Literal["top", "side"] = "top"  # side: approach along +x (into a cavity)
-    joint: str | None = None  # close: the joint id (or fixture id)
+    joint: str | None = None  # close, open: the joint id (or fixture id)
     device: str | None = None  # turn_on: the device id
 
     @model_validator(mode="after")
     def _check(self) -> SkillSpec:
-        need = {"pick_place": ("obj", "target"), "close": ("joint",), "turn_on": ("device",)}
+        need = {"pick_place": ("obj", "target"), "close": ("joint",), "turn_on": ("device",),
+                "open": ("joint",), "push": ("obj", "target")}
         for name in need[self.skill]:
             if getattr(self, name) is None:
                 raise ValueError(f"skill '{self.skill}' needs '{name}'")

@@ -1,4 +1,4 @@
-"""Fixture skills: close a drawer, close a door, turn a knob (no task plan).
+"""Fixture skills: open or close a drawer, close a door, turn a knob (no task plan).
 
 Each skill names the fixture by id, plans on `ctx.arm` from the fixture's pose in
 `ctx.state` and ends with `SYNC`, so the caller can check the effect on a fresh state.
@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from mango.geometry import IDENTITY, nearest_angle, quat_to_mat, to_world
+from mango.geometry import IDENTITY, frame_quat, nearest_angle, quat_to_mat, to_world
 from mango.sim.expert.arm import CLOSED, FINGERTIP, OPEN, SYNC, ExpertError
 from mango.sim.expert.motions import (
     Skill,
@@ -39,6 +39,57 @@ def close_joint(ctx: SkillContext, joint: str) -> Skill:
     else:
         raise ExpertError(f"cannot close a {ent.shape}")
     yield SYNC
+
+
+def open_joint(ctx: SkillContext, joint: str) -> Skill:
+    """Open the drawer that owns `joint` (doors and knobs open by other skills)."""
+    ent = ctx.scene.joint_owner(joint)
+    if ent.shape != "drawer_cabinet":
+        raise ExpertError(f"cannot open a {ent.shape}")
+    yield from open_drawer(ctx, ent)
+    yield SYNC
+
+
+def open_drawer(ctx: SkillContext, ent: EntitySpec) -> Skill:
+    """Pull a drawer open by its handle bar: the hand level, pointing into the cabinet, the
+    fingers closing across the bar from above and below, then back along the slide to the
+    drawer's fully open end and let go."""
+    assert ent.joint is not None
+    arm = ctx.arm
+    pos, rot = _frame(ctx, ent)
+    q = ctx.state.joints[ent.joint.id].q
+    d = rot[:, 0].copy()
+    d[2] = 0.0
+    d /= np.linalg.norm(d)
+    bar = to_world(pos, rot, np.asarray(drawer_handle_local(ent, q)) + np.array([0.006, 0, 0]))
+    pre = bar - 0.1 * d
+    yield from arm.travel_to(pre + np.array([0.0, 0.0, 0.1]), width=OPEN)
+    # turn the hand level, its fingers opening up and down: whichever of the two wrist
+    # turns (and of the two heights to turn at) has a continuous joint path
+    turned = None
+    for up, lift in ((1.0, 0.0), (-1.0, 0.0), (1.0, 0.1), (-1.0, 0.1)):
+        axis = np.array([0.0, 0.0, up])
+        quat = frame_quat(np.cross(axis, d), axis, d)
+        try:
+            turned = arm.line(pre + np.array([0.0, 0.0, lift]), quat, speed=arm.approach_speed)
+            break
+        except ExpertError:
+            continue
+    if turned is None:
+        raise ExpertError(f"cannot turn the hand level in front of {ent.id}'s drawer handle")
+    yield turned
+    if np.linalg.norm(arm.pose()[0] - pre) > 1e-3:
+        yield arm.line(pre, speed=arm.approach_speed)
+    yield arm.line(bar, speed=0.08)
+    yield arm.hold(0.7, CLOSED)
+    lo, hi = ent.joint.range
+    far = lo if abs(lo - ent.joint.q_closed) > abs(hi - ent.joint.q_closed) else hi
+    pull = abs(far - q) + 0.01  # to the stop: the fingers give a little on release
+    yield arm.line(bar - pull * d, speed=0.06)
+    yield arm.hold(0.4, OPEN)
+    back = bar - (pull + 0.08) * d
+    yield arm.line(back, speed=arm.approach_speed)
+    yield arm.line(back + np.array([0.0, 0.0, 0.1]), speed=arm.approach_speed)
 
 
 def close_drawer(ctx: SkillContext, ent: EntitySpec) -> Skill:

@@ -23,7 +23,7 @@ from mango.oracle.predicates import EvaluationError, StateView
 from mango.oracle.world_state import WorldState
 from mango.sim.scene import SceneSpec
 
-MilestoneKind = Literal["approach", "pick", "place", "close", "turnon"]
+MilestoneKind = Literal["approach", "pick", "place", "close", "open", "turnon"]
 
 
 @dataclass
@@ -56,11 +56,15 @@ def task_milestones(scene: SceneSpec) -> list[Milestone]:
             out.append(Milestone("approach", s.obj, None, k))
             out.append(Milestone("pick", s.obj, None, k))
             out.append(Milestone("place", s.obj, s.target, k, relation=s.relation))
-        elif s.skill == "close":
+        elif s.skill in ("close", "open"):
             assert s.joint is not None
             joint = scene.joint_owner(s.joint).joint
             assert joint is not None
-            out.append(Milestone("close", joint.id, None, k))
+            out.append(Milestone(s.skill, joint.id, None, k))
+        elif s.skill == "push":
+            assert s.obj is not None
+            out.append(Milestone("approach", s.obj, None, k))
+            out.append(Milestone("place", s.obj, s.target, k, relation=s.relation))
         else:
             assert s.device is not None
             out.append(Milestone("turnon", s.device, None, k))
@@ -73,6 +77,7 @@ _CONDITIONS: dict[str, str] = {
     "pick": "grasped({s}) and up({s})",
     "place": "{r}({s}, {t}) and not grasped({s})",
     "close": "close({s})",
+    "open": "open({s})",
     "turnon": "turnon({s})",
 }
 

@@ -1,4 +1,4 @@
-"""Motion primitives: grasp, place and push, on their own (no task plan).
+"""Motion primitives: grasp, place and push (to a spot), on their own (no task plan).
 
 Each primitive is a skill generator (see `arm`): it reads `ctx.state` (refreshed after every
 `SYNC`), plans on `ctx.arm` and names what it acts on by entity id. Callers learn what
@@ -73,6 +73,36 @@ def grasp_yaw(arm: PlannedArm, ent: EntitySpec, yaw: float) -> float:
     return arm.grip_yaw(a)
 
 
+# The Franka Hand seen from above: long along the fingers' opening, thin across it; its body
+# starts this high above the fingertips.
+HAND_HALF_LENGTH, HAND_HALF_WIDTH, HAND_BODY_ABOVE = 0.105, 0.035, 0.04
+
+
+def _clear_yaw(ctx: SkillContext, obj: str, a: float, z: float) -> float:
+    """`a`, or `a` turned a quarter when the object grips the same that way (square or round
+    footprint) and the hand, long along its opening, then clears more of what stands higher
+    than its body next to the object (an open drawer above a bowl)."""
+    ent = ctx.scene.entity(obj)
+    sx, sy, _ = ent.size
+    if abs(sx - sy) > 0.1 * max(sx, sy):
+        return a
+    c = np.asarray(ctx.state.objects[obj].position)
+    high = [_footprint(o) for k, o in ctx.state.objects.items()
+            if k != obj and o.kind in ("object", "fixture", "device", "region") and o.size
+            and o.position[2] + o.size[2] / 2 > z + HAND_BODY_ABOVE]
+
+    def blocked(yaw: float) -> int:
+        u = np.array([math.cos(yaw), math.sin(yaw)])
+        w = np.array([-u[1], u[0]])
+        pts = [c[:2] + i * HAND_HALF_LENGTH / 4 * u + j * HAND_HALF_WIDTH * w
+               for i in range(-4, 5) for j in (-1, 0, 1)]
+        return sum(any(b[0] <= p[0] <= b[2] and b[1] <= p[1] <= b[3] for b in high)
+                   for p in pts)
+
+    turned = ctx.arm.grip_yaw(a + math.pi / 2)
+    return turned if blocked(turned) < blocked(a) else a
+
+
 def _close_and_lift(ctx: SkillContext, obj: str, z: float, lift: np.ndarray, speed: float,
                     on_closed: Callable[[], None] | None) -> Grasp:
     """Close the hand (at height z) on `obj` and lift to `lift`: the grasp offset if `obj`
@@ -104,7 +134,7 @@ def grasp(ctx: SkillContext, obj: str,
         yaw = quat_yaw(st.orientation)
         h = ent.size[2]
         z = max(c[2] + h / 2 - 0.022, c[2] - h / 2 + FINGERTIP + 0.003)
-        a = grasp_yaw(arm, ent, yaw)
+        a = _clear_yaw(ctx, obj, grasp_yaw(arm, ent, yaw), z)
         quat = down_quat(a)
         above = np.array([c[0], c[1], z + 0.12])
         yield from arm.travel_to(above, quat, width=OPEN)
@@ -321,3 +351,38 @@ def push(ctx: SkillContext, start: np.ndarray, quat: np.ndarray, path: Sequence[
     for pos, q in path:
         yield arm.line(pos, q, speed=speed)
     yield arm.hold(0.2)
+
+
+def push_to(ctx: SkillContext, obj: str, target: str,
+            on_touch: Callable[[], None] | None = None) -> Skill:
+    """Slide `obj` over the table until its centre is on `target`'s: closed fingers set down
+    behind it (their flat side facing the way), then a straight push and up again.
+    `on_touch` runs once the fingers are down behind it."""
+    arm = ctx.arm
+    st = ctx.state.objects[obj]
+    c = np.asarray(st.position)
+    goal = np.asarray(ctx.state.objects[target].position)
+    v = goal[:2] - c[:2]
+    dist = float(np.linalg.norm(v))
+    if dist < 0.01:
+        yield SYNC
+        return
+    v /= dist
+    size = st.size or ctx.scene.entity(obj).size
+    # the object's reach along v from its centre (a disc's radius, a box's half extent)
+    r = float(abs(v[0]) * size[0] + abs(v[1]) * size[1]) / 2
+    # fingertips low on its side, clear of the table (the arm sags a little when pushing)
+    z = c[2] - size[2] / 2 + min(0.75 * size[2], 0.012) + FINGERTIP
+    behind = c[:2] - (r + 0.03) * v
+    end = goal[:2] - (r - 0.01) * v  # a little past: the object lags the fingers
+    quat = down_quat(arm.grip_yaw(math.atan2(v[1], v[0]) + math.pi / 2))
+    start = np.array([behind[0], behind[1], z])
+    yield from push(ctx, start, quat, [], approach=0.1, speed=0.1)
+    if on_touch is not None:
+        on_touch()
+    yield arm.line(np.array([end[0], end[1], z]), speed=0.08)
+    yield arm.hold(0.2)
+    back = np.array([end[0], end[1], z]) - 0.03 * np.r_[v, 0.0]
+    yield arm.line(back, speed=arm.approach_speed)
+    yield arm.line(back + np.array([0.0, 0.0, 0.12]), speed=arm.approach_speed)
+    yield SYNC

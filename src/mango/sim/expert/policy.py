@@ -141,6 +141,10 @@ class ExpertPolicy:
                 yield from self._pick_place(k, skill)
             elif skill.skill == "close":
                 yield from self._close(k, skill)
+            elif skill.skill == "open":
+                yield from self._open(k, skill)
+            elif skill.skill == "push":
+                yield from self._push(k, skill)
             else:
                 yield from self._turn_on(k, skill)
         ctx = self._ctx
@@ -232,6 +236,25 @@ class ExpertPolicy:
         assert joint is not None
         if self._state().joints[joint.id].openness <= 0.05:
             self._achieve(self.progress.find("close", k))
+
+    def _open(self, k: int, skill: SkillSpec) -> Iterator[object]:
+        ctx = self._ctx
+        assert ctx is not None
+        yield from fixtures.open_joint(ctx, skill.joint or "")
+        joint = self.scene.joint_owner(skill.joint or "").joint
+        assert joint is not None
+        if self._state().joints[joint.id].openness >= 1.0:
+            self._achieve(self.progress.find("open", k))
+
+    def _push(self, k: int, skill: SkillSpec) -> Iterator[object]:
+        ctx = self._ctx
+        assert ctx is not None
+        for _attempt in range(4):  # the object lags the fingers: push again from where it is
+            yield from motions.push_to(ctx, skill.obj or "", skill.target or "",
+                                       self._approached(skill.obj or ""))
+            if self._placed(k):
+                self._achieve(self.progress.find("place", k))
+                return
 
     def _turn_on(self, k: int, skill: SkillSpec) -> Iterator[object]:
         ctx = self._ctx
