@@ -12,6 +12,7 @@ import importlib.util
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -325,8 +326,10 @@ class _Builder:
         elif e.shape == "stove":
             self._stove(body, e)
 
-    def _cabinet(self, body: mujoco.MjsBody, e: EntitySpec) -> None:
-        assert e.joint is not None
+    def _open_front_box(self, body: mujoco.MjsBody, e: EntitySpec
+                        ) -> tuple[float, float, float, float, Any]:
+        """Back, sides, top and floor of a box open at the front (-x): a cabinet's or a
+        shelf's carcass. Returns its half sizes, half wall and colour."""
         sx, sy, sz = (s / 2 for s in e.size)
         t = WALL / 2
         rgba = e.color
@@ -335,6 +338,11 @@ class _Builder:
         self._box(body, e.id, (0, -sy + t, 0), (sx, t, sz), rgba)
         self._box(body, e.id, (0, 0, sz - t), (sx, sy, t), rgba)  # top
         self._box(body, e.id, (0, 0, -sz + t), (sx, sy, t), rgba)  # floor
+        return sx, sy, sz, t, rgba
+
+    def _cabinet(self, body: mujoco.MjsBody, e: EntitySpec) -> None:
+        assert e.joint is not None
+        sx, sy, sz, t, rgba = self._open_front_box(body, e)
         if e.drawers == 1:
             hd = e.size[2] * DRAWER_FRAC  # bottom drawer height
             shelf_z = -sz + WALL + hd + 0.004
@@ -376,14 +384,7 @@ class _Builder:
                       ((HANDLE_OUT - 0.008) / 2, 0.005, 0.006), grey, mass=0.01)
 
     def _shelf(self, body: mujoco.MjsBody, e: EntitySpec) -> None:
-        sx, sy, sz = (s / 2 for s in e.size)
-        t = WALL / 2
-        rgba = e.color
-        self._box(body, e.id, (sx - t, 0, 0), (t, sy, sz), rgba)  # back (+x)
-        self._box(body, e.id, (0, sy - t, 0), (sx, t, sz), rgba)
-        self._box(body, e.id, (0, -sy + t, 0), (sx, t, sz), rgba)
-        self._box(body, e.id, (0, 0, sz - t), (sx, sy, t), rgba)  # top
-        self._box(body, e.id, (0, 0, -sz + t), (sx, sy, t), rgba)  # floor
+        sx, sy, sz, t, rgba = self._open_front_box(body, e)
         board = -sz + 2 * sz * SHELF_BOARD_FRAC
         self._box(body, e.id, (0, 0, board), (sx, sy, t), rgba)
 
