@@ -211,9 +211,9 @@ faults: [drop@0.5]
     assert set(rep["systems"]) == {"vla", "full-oracle"}
     (cmp,) = rep["comparisons"]
     assert {cmp["a"], cmp["b"]} == {"vla", "full-oracle"} and 0 <= cmp["p"] <= 1
-    # what the orchestrator has not built is refused before anything runs, naming the field
-    bad = _write(tmp_path, path.read_text().replace("decider: offline", "decider: local"),
+    # a decider the orchestrator does not know is refused before anything runs, naming the field
+    bad = _write(tmp_path, path.read_text().replace("decider: offline", "decider: rules"),
                  "bad.yaml")
     with pytest.raises(InputError) as err:
         load_campaign(bad)
-    assert err.value.field == "systems[1].decider" and "not built yet" in err.value.message
+    assert err.value.field == "systems[1].task.decider" and "'offline'" in err.value.message

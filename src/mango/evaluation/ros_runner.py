@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -140,19 +140,10 @@ class RosEpisodes:
 
     def run(self, specs: list[tuple[EpisodeSpec, dict[str, Any]]]
             ) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
-        todo = iter(specs)
-        pending: set[Future[tuple[dict[str, Any], dict[str, str]]]] = set()
-        for spec, system in todo:
-            pending.add(self._pool.submit(self._one, spec, system))
-            if len(pending) >= self.slots:
-                break
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for f in finished:
-                yield f.result()
-                nxt = next(todo, None)
-                if nxt is not None:
-                    pending.add(self._pool.submit(self._one, *nxt))
+        from mango.evaluation.runner import stream_bounded
+
+        yield from stream_bounded(lambda spec, system: self._pool.submit(self._one, spec, system),
+                                  specs, self.slots)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

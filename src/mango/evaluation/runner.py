@@ -30,6 +30,30 @@ POOL = "pool"  # the sampling runs' system name
 POOL_SYSTEM = {"name": POOL, "kind": "policy", "backend": "expert"}
 
 
+
+EpisodeOut = tuple[dict[str, Any], dict[str, str]]
+
+
+def stream_bounded(submit: Callable[[EpisodeSpec, dict[str, Any]], Future[EpisodeOut]],
+                   specs: list[tuple[EpisodeSpec, dict[str, Any]]], slots: int
+                   ) -> Iterator[EpisodeOut]:
+    """Results as they finish, with at most `slots` episodes submitted at a time: the
+    workers are kept busy, never the whole plan queued (a stop loses only those in flight)."""
+    todo = iter(specs)
+    pending: set[Future[EpisodeOut]] = set()
+    for spec, system in todo:
+        pending.add(submit(spec, system))
+        if len(pending) >= slots:
+            break
+    while pending:
+        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for f in finished:
+            yield f.result()
+            nxt = next(todo, None)
+            if nxt is not None:
+                pending.add(submit(*nxt))
+
+
 @dataclass
 class RunSummary:
     total: int = 0
@@ -77,19 +101,9 @@ class _Executor:
         if self.pool is None:
             self.pool = ProcessPoolExecutor(max_workers=self.workers,
                                             mp_context=multiprocessing.get_context("spawn"))
-        queue = iter(specs)
-        pending: set[Future[tuple[dict[str, Any], dict[str, str]]]] = set()
-        for spec, system in queue:  # keep the workers busy, not the whole plan queued
-            pending.add(self.pool.submit(execute_episode, spec, system))
-            if len(pending) >= 2 * self.workers:
-                break
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for f in finished:
-                yield f.result()
-                nxt = next(queue, None)
-                if nxt is not None:
-                    pending.add(self.pool.submit(execute_episode, nxt[0], nxt[1]))
+        pool = self.pool
+        yield from stream_bounded(lambda spec, system: pool.submit(execute_episode, spec, system),
+                                  specs, 2 * self.workers)
 
     def close(self) -> None:
         if self.pool is not None:
