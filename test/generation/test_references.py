@@ -238,6 +238,7 @@ def test_module3_asks_with_a_schema_whose_enums_are_the_scene_ids_and_the_librar
     (schema,) = backend.schemas
     action = schema["$defs"]["ActionNode"]["properties"]
     assert action["action_id"]["enum"] == sorted(t.id for t in lib.atomic_library.atomic_library)
-    assert action["parameters"]["additionalProperties"]["enum"] == sorted(SCENE.entities())
+    # parameter values stay free strings (the grounding assessor checks them; see the schema)
+    assert "enum" not in str(action["parameters"])
     assert schema["$defs"]["Monitor"]["properties"]["oracle_id"]["enum"] == sorted(
         o.id for o in lib.oracle_library.atomic_oracle_library)

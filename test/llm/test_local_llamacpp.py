@@ -118,5 +118,5 @@ def test_port_in_use_and_bad_model_files_are_clear(llama_server, tmp_path):
     with pytest.raises(InputError, match="not a GGUF model") as info:
         LocalServer(not_gguf)
     assert info.value.file == str(not_gguf)
-    with pytest.raises(InputError, match=r"not a known model name \(qwen0.5b\)"):
+    with pytest.raises(InputError, match=r"not a known model name \(qwen0.5b, qwen1.5b\)"):
         LocalServer(tmp_path / "missing.gguf")

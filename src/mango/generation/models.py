@@ -114,17 +114,15 @@ class OracleCandidate(_Model):
 def grounded_candidate_schema(scene: SceneTask, task_ids: list[str], oracle_ids: list[str]
                               ) -> type[OracleCandidate]:
     """`OracleCandidate` whose JSON schema enumerates what may be named: action ids are the
-    library's atomic tasks, parameter values the scene's entity ids, oracle ids the oracle
-    library's. A server that enforces the schema (llama.cpp's grammar) then cannot let a model
-    invent an id; answers validate exactly as `OracleCandidate`."""
+    library's atomic tasks, oracle ids the oracle library's. A server that enforces the schema
+    (llama.cpp's grammar) then cannot let a model invent one; answers validate exactly as
+    `OracleCandidate`. Parameter values stay free strings checked by the grounding assessor:
+    an open-keyed object of enumerated entity ids let the 0.5B model run on past its token
+    budget under llama.cpp's grammar (three answers cut off at 768 tokens)."""
     schema = copy.deepcopy(OracleCandidate.model_json_schema())
     action = schema["$defs"]["ActionNode"]["properties"]
-    ids = sorted(set(scene.entities()))
     if task_ids:
         action["action_id"] = {"type": "string", "enum": sorted(set(task_ids))}
-    if ids:
-        action["parameters"] = {"type": "object",
-                                "additionalProperties": {"type": "string", "enum": ids}}
     if oracle_ids:
         schema["$defs"]["Monitor"]["properties"]["oracle_id"] = {
             "type": "string", "enum": sorted(set(oracle_ids))}

@@ -379,6 +379,8 @@ class MangoPipeline:
                 rules["execution_reliability"] = self.reliability_factory(scene)
             cand, res = self._refine("module3", schema, base, MODULE3_ASSESSORS, rules,
                                      self.config.module3_max_iterations)
+        # the answer as the plain model (the enumerating schema's class is only for asking)
+        cand = OracleCandidate.model_validate(cand.to_json_dict())
         if cand.instruction.strip() != instruction.strip():
             cand = cand.model_copy(update={"instruction": instruction})
         return OracleRun(cand, res)
