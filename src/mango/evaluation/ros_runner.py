@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mango.evaluation.campaign import EpisodeSpec
+from mango.evaluation.streaming import stream_bounded
 
 STARTUP_S = 120.0  # bring-up of five node processes on a loaded 2-core machine, with margin
 DOMAINS = 233  # Fast DDS maps domain d to ports 7400 + 250 d; ids 0..232 are valid
@@ -140,8 +141,6 @@ class RosEpisodes:
 
     def run(self, specs: list[tuple[EpisodeSpec, dict[str, Any]]]
             ) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
-        from mango.evaluation.runner import stream_bounded
-
         yield from stream_bounded(lambda spec, system: self._pool.submit(self._one, spec, system),
                                   specs, self.slots)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,34 +24,13 @@ from mango.evaluation.campaign import Campaign, EpisodeSpec
 from mango.evaluation.episodes import execute_episode, write_episode
 from mango.evaluation.sampling import QUOTA, fault_catalogue, select, stage_of
 from mango.evaluation.store import Store
+from mango.evaluation.streaming import stream_bounded
 
 STORE_FILE = "campaign.sqlite"
 POOL = "pool"  # the sampling runs' system name
 POOL_SYSTEM = {"name": POOL, "kind": "policy", "backend": "expert"}
 
 
-
-EpisodeOut = tuple[dict[str, Any], dict[str, str]]
-
-
-def stream_bounded(submit: Callable[[EpisodeSpec, dict[str, Any]], Future[EpisodeOut]],
-                   specs: list[tuple[EpisodeSpec, dict[str, Any]]], slots: int
-                   ) -> Iterator[EpisodeOut]:
-    """Results as they finish, with at most `slots` episodes submitted at a time: the
-    workers are kept busy, never the whole plan queued (a stop loses only those in flight)."""
-    todo = iter(specs)
-    pending: set[Future[EpisodeOut]] = set()
-    for spec, system in todo:
-        pending.add(submit(spec, system))
-        if len(pending) >= slots:
-            break
-    while pending:
-        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-        for f in finished:
-            yield f.result()
-            nxt = next(todo, None)
-            if nxt is not None:
-                pending.add(submit(*nxt))
 
 
 @dataclass
