@@ -327,8 +327,8 @@ WALK: dict[str, tuple[Step, ...]] = {
     ),
     # the openpi backend needs a policy server (tested against one in test/policy)
     "mango policy run --scene book_caddy [--backend openpi --host H --port 8000] "
-    "[--fault drop@0.5] [--bag OUT] [--json]": (
-        Run("mango policy run --scene book_caddy --fault drop@0.5 --bag out/policy_bag --json",
+    "[--fault drop@0.3] [--bag OUT] [--json]": (
+        Run("mango policy run --scene book_caddy --fault drop@0.3 --bag out/policy_bag --json",
             expect=('"failed_step": "1.3"', '"expected_verdict": "fail"')),
         Run("mango bag info out/policy_bag", expect=("world_state",)),
     ),

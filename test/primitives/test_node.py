@@ -152,8 +152,11 @@ def rig() -> Iterator[Rig]:
         node.create_subscription(GoalStatusArray, f"{ns}/execute_chunk/_action/status",
                                  lambda m: rig.chunk_status.append(
                                      (time.monotonic(), {s.status for s in m.status_list})), 10)
+        # keep-last 1: the times taken are when each command arrived, not when a backlog of
+        # 100 Hz commands is worked through (CI once took the last one 1.75 s after the
+        # cancel); the newest is never dropped, so "a command after T" stays exact
         node.create_subscription(JointState, f"{ns}/joint_command", lambda m: rig.commands.append(
-            (time.monotonic(), m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)), 100)
+            (time.monotonic(), m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)), 1)
         try:
             for client in (rig.grasp, rig.place):
                 assert client.wait_for_server(timeout_sec=90), logs
