@@ -217,3 +217,61 @@ faults: [drop@0.5]
     with pytest.raises(InputError) as err:
         load_campaign(bad)
     assert err.value.field == "systems[1].task.decider" and "'offline'" in err.value.message
+
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def test_a_model_decider_system_runs_its_backend(tmp_path: Path) -> None:
+    """A task system's backend, model and options reach its episodes: the recorded local-model
+    run (test/data/orchestrator/local_qwen05b, soup_sauce_basket seed 0, drop@0.5) replays
+    through a campaign, its replan decided by the model."""
+    path = _write(tmp_path, f"""name: local
+systems:
+  - name: full-local
+    kind: task
+    mode: full
+    monitor: oracle
+    decider: local
+    backend: replay:{DATA / "orchestrator" / "local_qwen05b"}
+tasks: [libero10_soup_sauce_basket]
+seeds: {{start: 0, count: 1}}
+faults: [drop@0.5]
+""")
+    out = tmp_path / "out"
+    summary = run_campaign(load_campaign(path), out)
+    assert (summary.ran, summary.errors) == (1, 0)
+    (ep,) = (out / "episodes").iterdir()
+    decisions = [json.loads(ln) for ln in (ep / "record.jsonl").read_text().splitlines()]
+    models = {d.get("model") for d in decisions if d.get("record") == "decision"}
+    assert "qwen2.5-coder-0.5b-instruct-q4_k_m" in models, models
+
+
+@pytest.mark.parametrize(("extra", "field", "says"), [
+    ("decider: offline\n    model: qwen1.5b", "systems[0].model", "is for a vlm or local"),
+    ("decider: local\n    model: qwen1.5b\n    options: {timeout_s: 30}", None, None),
+    ("decider: offline\n    options: {base_url: 'http://127.0.0.1:1/v1'}", "systems[0].options",
+     "is for a vlm or local"),
+    ("decider: vlm\n    backend: gpt", "systems[0].backend", "unknown backend 'gpt'"),
+    ("decider: vlm\n    options: {timeout_s: [1]}", "systems[0].task.options.timeout_s",
+     "a string, number or boolean (got list)"),
+])
+def test_bad_model_settings_are_refused_naming_the_field(tmp_path: Path, extra: str,
+                                                        field: str | None, says: str | None
+                                                        ) -> None:
+    path = _write(tmp_path, f"""name: bad
+systems:
+  - name: t
+    kind: task
+    {extra}
+tasks: [libero10_stove_moka]
+seeds: {{start: 0, count: 1}}
+""")
+    if field is None:  # a scalar option is taken as its text, as --opt KEY=VALUE gives it
+        (system,) = load_campaign(path).spec.systems
+        assert system.config().backend_opts == (("timeout_s", "30"),)  # type: ignore[union-attr]
+        return
+    with pytest.raises(InputError) as err:
+        load_campaign(path)
+    assert err.value.field == field and says in err.value.message, (err.value.field,
+                                                                    err.value.message)

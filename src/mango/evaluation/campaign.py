@@ -12,12 +12,22 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+)
 
 from mango.errors import InputError, from_validation_error
 from mango.yaml_files import read_yaml_mapping
+
+if TYPE_CHECKING:
+    from mango.orchestrator.config import OrchestratorConfig
 
 IN_PROCESS_BACKENDS = ("expert",)  # what runs without a policy server or a GPU
 
@@ -29,6 +39,18 @@ class _Strict(BaseModel):
 # names become folder names and table rows: no spaces, slashes or shell characters
 SafeName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$", min_length=1,
                                              max_length=80)]
+
+
+def _option_text(value: object) -> str:
+    """A model option as `--opt KEY=VALUE` gives it: a YAML scalar taken as its text."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str | int | float):
+        return str(value)
+    raise ValueError(f"an option is a string, number or boolean (got {type(value).__name__})")
+
+
+OptionValue = Annotated[str, BeforeValidator(_option_text)]
 
 
 class PolicySystem(_Strict):
@@ -47,6 +69,21 @@ class TaskSystem(_Strict):
     mode: Literal["vla_only", "tools_only", "full", "motor"] = "full"
     monitor: Literal["none", "oracle", "gt", "vlm"] = "oracle"
     decider: Literal["offline", "local", "vlm"] = "offline"
+    # the model behind a `vlm` / `local` decider or a `vlm` monitor, as `mango task run`'s
+    # --backend / --model / --opt take them (e.g. options: {base_url: http://127.0.0.1:8000/v1})
+    backend: str | None = None
+    model: str | None = None
+    options: dict[str, OptionValue] = Field(default_factory=dict)
+    world: Literal["physics", "estimated"] = "physics"  # what the oracle and monitor read
+
+    def config(self) -> OrchestratorConfig:
+        """The orchestrator's configuration of this system (one place for both the check
+        before a campaign runs and the episode that runs it)."""
+        from mango.orchestrator.config import OrchestratorConfig
+
+        return OrchestratorConfig(mode=self.mode, monitor=self.monitor, decider=self.decider,
+                                  backend=self.backend, model=self.model,
+                                  backend_opts=tuple(self.options.items()), world=self.world)
 
 
 System = Annotated[PolicySystem | TaskSystem, Field(discriminator="kind")]
@@ -152,11 +189,23 @@ def _check_ros(spec: CampaignFile, file: str) -> None:
 
 
 def _check_task_system(system: TaskSystem, file: str, i: int) -> None:
-    """The orchestrator's own check of mode, monitor and decider (what is not built yet)."""
-    from mango.orchestrator.config import OrchestratorConfig
+    """The orchestrator's own check of mode, monitor and decider (what is not built yet), and
+    that a model backend is one there is and is used by something."""
+    from mango.llm.registry import model_backends
 
+    uses_model = system.decider in ("vlm", "local") or system.monitor == "vlm"
+    given = [k for k in ("backend", "model", "options") if getattr(system, k)]
+    if given and not uses_model:
+        raise InputError(f"{given[0]} is for a vlm or local decider or a vlm monitor; this "
+                         f"system's decider is {system.decider} and its monitor "
+                         f"{system.monitor}", file=file, field=f"systems[{i}].{given[0]}")
+    registry = model_backends()
+    if system.backend is not None and not registry.knows(system.backend):
+        raise InputError(f"unknown backend {system.backend!r}; use one of "
+                         f"{', '.join(registry.names())}", file=file,
+                         field=f"systems[{i}].backend")
     try:
-        OrchestratorConfig(mode=system.mode, monitor=system.monitor, decider=system.decider)
+        system.config()
     except InputError as exc:
         raise InputError(exc.message, file=file,
                          field=f"systems[{i}].{exc.field}" if exc.field else f"systems[{i}]"

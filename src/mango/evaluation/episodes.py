@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mango.evaluation.campaign import EpisodeSpec
+from mango.evaluation.campaign import EpisodeSpec, TaskSystem
 
 
 def execute_episode(spec: EpisodeSpec, system: dict[str, Any]
@@ -119,12 +119,11 @@ def _run_task(scene: Any, spec: EpisodeSpec, system: dict[str, Any], fault: Any,
     confusion table (which judges oracles on runs with a known failure)."""
     from mango.oracle.symbolic import SymbolicOracle
     from mango.oracle.world_state import trace_lines
-    from mango.orchestrator.config import OrchestratorConfig
     from mango.orchestrator.runs import run_episode
     from mango.orchestrator.schemas import EpisodeRecord
 
-    cfg = OrchestratorConfig(mode=system["mode"], monitor=system["monitor"],
-                             decider=system["decider"])
+    cfg = TaskSystem.model_validate({k: v for k, v in system.items() if k != "oracles"}
+                                    ).config()
     record = EpisodeRecord()  # in memory: the worker hands its lines back as a file
     out = run_episode(scene, spec.seed, cfg, fault, record=record)
     task = out.to_json()

@@ -84,6 +84,11 @@ class BackendRegistry:
         """Every name `make` accepts (cache wrappers shown as patterns)."""
         return [*self.factories, "record:DIR[@NAME]", "auto:DIR[@NAME]", "replay:DIR"]
 
+    def knows(self, name: str) -> bool:
+        """Whether `make` accepts `name` (checked before a campaign runs, without building)."""
+        prefix, sep, _ = name.partition(":")
+        return (bool(sep) and prefix in CACHE_MODES) or name in self.factories
+
     def make(self, name: str, model: str | None = None, **opts: Any) -> LLMBackend:
         """Build the backend `name` (see the module docstring) with `model` and options."""
         prefix, sep, rest = name.partition(":")
