@@ -302,10 +302,11 @@ class RosPort:
             img = np.repeat(img[..., None], 3, axis=2)
         return np.ascontiguousarray(img)
 
-    def hold(self, seconds: float, observe: Observer) -> None:
+    def hold(self, seconds: float, observe: Observer) -> float | None:
         """Halt (the controller holds position), then watch the world for `seconds` from
         when the hand is at rest (a real arm takes a moment to stop; deliberation starts on
-        an arm held still), or from `REST_WAIT_S` after the halt if it never is."""
+        an arm held still), or from `REST_WAIT_S` after the halt if it never is. The loop
+        times the rest from the states it observes (None: nothing finer here)."""
         self.tool = "halt"
         fut = self.halt_now()
         self._wait(fut, self.node.obs_timeout)
@@ -330,9 +331,10 @@ class RosPort:
                 if t_end is None and (hand is None or st.t - t_first >= REST_WAIT_S):
                     t_end = st.t + seconds
                 if t_end is not None and st.t + 1e-9 >= t_end:
-                    return
+                    return None
         finally:
             self.tool = ""
+        return None
 
     def close(self) -> None:
         pass

@@ -37,7 +37,7 @@ from mango.orchestrator.events import WorldFailureDetector, detector_for
 from mango.orchestrator.failures import Reaction, classify, reactions
 from mango.orchestrator.monitors import GroundTruthMonitor, Monitor, NoMonitor, OracleMonitor
 from mango.orchestrator.planning import make_plan, subgoal_texts
-from mango.orchestrator.ports import RobotPort, SimPort, TaskCancelled
+from mango.orchestrator.ports import HALTED_SPEED, RobotPort, SimPort, TaskCancelled
 from mango.orchestrator.schemas import Decision, EpisodeRecord, Plan, Signal, Subgoal, digest
 from mango.orchestrator.tools import Interrupted, ToolResult
 from mango.orchestrator.vlm import PlanRequest, VlmMonitor, make_decider
@@ -46,8 +46,6 @@ from mango.primitives.runner import MIN_HELD_WIDTH
 from mango.sim.faults import Fault
 from mango.sim.runner import load_oracle_json
 from mango.sim.scene import SceneSpec
-
-HALTED_SPEED = 0.01  # m/s: the hand is "halted" below this
 
 
 @dataclass
@@ -326,6 +324,12 @@ class Orchestrator:
         self._latency = latency
         return d
 
+    @staticmethod
+    def _rested(h: Halt, rest_t: float | None) -> None:
+        """A port that samples the hand finer than its states timed the rest more closely."""
+        if rest_t is not None and (h.t_halted is None or rest_t < h.t_halted):
+            h.t_halted = rest_t
+
     def _hold_and_decide(self, ctx: DecisionContext, why: str) -> Decision:
         """Safe idling: hold the arm still, then deliberate (the arm stays held meanwhile)."""
         self._tool_running = False
@@ -333,11 +337,11 @@ class Orchestrator:
         h = Halt(t_request=self.port.time, signal=why)
         self._halt = h
         self.record.write("halt", h.t_request, reason=why)
-        self.port.hold(self.cfg.halt_settle_s, self._observe)
+        self._rested(h, self.port.hold(self.cfg.halt_settle_s, self._observe))
         ctx.perceived = self._perceive(ctx.active, ctx.signal.t if ctx.signal else None)
         d = self._decide(ctx)
         # the world went on while the decider thought: hold for that long too
-        self.port.hold(max(self.port.dt, self._latency), self._observe)
+        self._rested(h, self.port.hold(max(self.port.dt, self._latency), self._observe))
         h.t_end = self.port.time
         self.halts.append(h)
         self._halt = None

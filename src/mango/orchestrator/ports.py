@@ -29,12 +29,20 @@ from mango.perception.base import PerceptionConfig
 from mango.perception.registry import make_backend
 from mango.primitives.planning import GRIPPER_OPEN
 from mango.primitives.runner import SimPrimitives
+from mango.sim.build import SUBSTEPS
 from mango.sim.env import SimEnv
 from mango.sim.expert.policy import ExpertPolicy
 from mango.sim.faults import Fault
 from mango.sim.scene import SceneSpec
 
 Observer = Callable[[WorldState], None]  # may raise Interrupted or TaskCancelled
+
+
+HALTED_SPEED = 0.01  # m/s: the hand is "halted" below this
+# hand samples per control period while the arm is held: 11 divides the 33 physics steps of a
+# period, so one every 6 ms (165 Hz), and the hold's physics stay those of one row a period
+HOLD_SAMPLES = 11
+assert SUBSTEPS % HOLD_SAMPLES == 0
 
 
 class TaskCancelled(Exception):
@@ -85,8 +93,9 @@ class RobotPort(Protocol):
         """The tools' camera now, RGB (what a model decider or monitor is shown)."""
         ...
 
-    def hold(self, seconds: float, observe: Observer) -> None:
-        """Hold the arm still for `seconds` of robot time (safe idling)."""
+    def hold(self, seconds: float, observe: Observer) -> float | None:
+        """Hold the arm still for `seconds` of robot time (safe idling); returns when the hand
+        came to rest if the port samples it finer than the observed states, else None."""
         ...
 
     def close(self) -> None: ...
@@ -181,8 +190,28 @@ class SimPort:
         assert rgb is not None
         return rgb
 
-    def hold(self, seconds: float, observe: Observer) -> None:
-        self.halt_tool.run(seconds, self._width, self._stepper(observe, "none"))
+    def hold(self, seconds: float, observe: Observer) -> float | None:
+        """Safe idle (the halt tool's hold), one observed world state a period as every tool.
+        Returns when the hand came to rest (below `HALTED_SPEED`), from its position sampled
+        `HOLD_SAMPLES` times a period: known to a few milliseconds, as a real arm's 1 kHz
+        state would give it, not rounded up to the next 15 Hz state; None if it did not."""
+        part = self.env.dt / HOLD_SAMPLES
+        prev = self.hand_position()
+        rest: float | None = None
+
+        def step(row: np.ndarray) -> WorldState:
+            nonlocal prev, rest
+            for _ in range(HOLD_SAMPLES):
+                self.env.step(row, duration=part)
+                hand = self.hand_position()
+                if rest is None and float(np.linalg.norm(hand - prev)) / part < HALTED_SPEED:
+                    rest = self.env.time
+                prev = hand
+            state = self.env.world_state()
+            observe(state)
+            return state
+        self.halt_tool.run(seconds, self._width, step)
+        return rest
 
     def close(self) -> None:
         self.env.close()
