@@ -70,6 +70,17 @@ def _judged(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in results if r.get("labels") and r.get("error") is None]
 
 
+def _table3(judged: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """MANGO Table III over judged episodes: the fine-grained oracle and the symbolic end
+    state, each against the labels."""
+    fine = confusion((r["verdict"]["verdict"] == "fail", r["labels"]["expected_verdict"] == "fail",
+                      r["verdict"]["failed_step"] == r["labels"]["failed_step"]) for r in judged)
+    symbolic = confusion((r["symbolic"]["verdict"] == "fail",
+                          r["labels"]["expected_verdict"] == "fail", None) for r in judged)
+    symbolic["localization_accuracy"] = None  # an end-state check names no step
+    return fine, symbolic
+
+
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     systems: dict[str, dict[str, Any]] = {}
     per_task: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
@@ -83,11 +94,14 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
                          "per_task": {t: {"success": sum(v), "n": len(v)}
                                       for t, v in sorted(tasks.items())}}
     judged = [r for r in _judged(results) if r.get("verdict")]
-    fine = confusion((r["verdict"]["verdict"] == "fail", r["labels"]["expected_verdict"] == "fail",
-                      r["verdict"]["failed_step"] == r["labels"]["failed_step"]) for r in judged)
-    symbolic = confusion((r["symbolic"]["verdict"] == "fail",
-                          r["labels"]["expected_verdict"] == "fail", None) for r in judged)
-    symbolic["localization_accuracy"] = None  # an end-state check names no step
+    fine, symbolic = _table3(judged)
+    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in judged:
+        by_task[r["task"]].append(r)
+    task_tables = {}
+    for task, rows in sorted(by_task.items()):
+        f, sym = _table3(rows)
+        task_tables[task] = {**f, "symbolic": sym, "judged": len(rows)}
     by_stage = {}
     for stage in STAGES:
         failed = [r for r in judged
@@ -112,5 +126,5 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
                             "a12": a12(fa, fb).a12, "tasks": len(shared)})
     return {"episodes": len(results), "systems": systems,
             "oracle_vs_symbolic": {**fine, "symbolic": symbolic, "judged": len(judged),
-                                   "by_stage": by_stage},
+                                   "by_stage": by_stage, "per_task": task_tables},
             "comparisons": comparisons, "recovery_flow": recovery_flow(results)}

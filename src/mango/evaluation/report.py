@@ -30,15 +30,24 @@ def _system_rows(summary: dict[str, Any]) -> list[list[str]]:
             for name, s in summary["systems"].items()]
 
 
-def _oracle_rows(summary: dict[str, Any]) -> list[list[str]]:
+def _judge_rows(table: dict[str, Any], lead: list[str]) -> list[list[str]]:
     rows = []
-    for name, m in (("fine-grained oracle", summary["oracle_vs_symbolic"]),
-                    ("symbolic end state", summary["oracle_vs_symbolic"]["symbolic"])):
+    for name, m in (("fine-grained oracle", table), ("symbolic end state", table["symbolic"])):
         c = m["confusion"]
-        rows.append([name, str(c["tp"]), str(c["fp"]), str(c["tn"]), str(c["fn"]),
+        rows.append([*lead, name, str(c["tp"]), str(c["fp"]), str(c["tn"]), str(c["fn"]),
                      _num(m["accuracy"]), _num(m["precision"]), _num(m["recall"]),
                      _num(m["f1"]), _num(m["localization_accuracy"])])
     return rows
+
+
+def _oracle_rows(summary: dict[str, Any]) -> list[list[str]]:
+    return _judge_rows(summary["oracle_vs_symbolic"], [])
+
+
+def _task_oracle_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """Table III per task (a summary from before it had them has none)."""
+    return [row for task, t in summary["oracle_vs_symbolic"].get("per_task", {}).items()
+            for row in _judge_rows(t, [task, str(t["judged"])])]
 
 
 def _comparison_rows(summary: dict[str, Any]) -> list[list[str]]:
@@ -75,6 +84,7 @@ GENERATION_HEAD = ["task", "approved", "iterations", "seconds", "valid", "execut
 SYSTEM_HEAD = ["system", "success", "rate", "Wilson 95 %"]
 ORACLE_HEAD = ["judge", "TP", "FP", "TN", "FN", "accuracy", "precision", "recall", "F1",
                "localization"]
+TASK_ORACLE_HEAD = ["task", "judged", *ORACLE_HEAD]
 COMPARE_HEAD = ["a", "b", "Δ pp", "p (sign-flip)", "Â12", "tasks"]
 
 
@@ -91,6 +101,9 @@ def to_markdown(summary: dict[str, Any], name: str = "campaign") -> str:
              table(ORACLE_HEAD, _oracle_rows(summary))]
     parts += ["", "## Fine-grained oracle by failure stage", "",
               table(STAGE_HEAD, _stage_rows(summary))]
+    if _task_oracle_rows(summary):
+        parts += ["", "## Oracle vs ground truth per task", "",
+                  table(TASK_ORACLE_HEAD, _task_oracle_rows(summary))]
     if summary["comparisons"]:
         parts += ["", "## Pairwise comparisons", "", table(COMPARE_HEAD,
                                                            _comparison_rows(summary))]
@@ -175,6 +188,9 @@ def to_html(summary: dict[str, Any], name: str = "campaign",
     ]
     sections += ["<h2>Fine-grained oracle by failure stage</h2>",
                  table(STAGE_HEAD, _stage_rows(summary))]
+    if _task_oracle_rows(summary):
+        sections += ["<h2>Oracle vs ground truth per task</h2>",
+                     table(TASK_ORACLE_HEAD, _task_oracle_rows(summary))]
     if summary["comparisons"]:
         sections += ["<h2>Pairwise comparisons</h2>",
                      table(COMPARE_HEAD, _comparison_rows(summary))]
