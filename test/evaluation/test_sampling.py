@@ -5,8 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mango.evaluation.campaign import load_campaign
-from mango.evaluation.runner import STORE_FILE, run_campaign
+from mango.evaluation.campaign import EpisodeSpec, load_campaign
+from mango.evaluation.episodes import execute_episode
+from mango.evaluation.runner import (
+    POOL,
+    POOL_SYSTEM,
+    STORE_FILE,
+    _plan_steps,
+    _TaskPool,
+    run_campaign,
+)
 from mango.evaluation.sampling import QUOTA, fault_catalogue, select, stage_of
 from mango.evaluation.store import Store
 from mango.sim.env import as_scene
@@ -81,3 +89,30 @@ sampling: mango
                                                                       strict=True))
     again = run_campaign(load_campaign(path), out)  # resumed: nothing runs again
     assert (again.pool, again.ran, again.skipped) == (0, 0, summary.total)
+
+
+def test_a_passing_run_adds_a_stall_inside_each_of_its_steps() -> None:
+    """The catalogue has no fault that fails stove_moka's pick (a drop strikes in the carry,
+    after the pick is done), so its mid stage stayed empty. A passing run's milestones time
+    its steps; a stall in the middle of each window is a candidate for that seed, and the one
+    inside the pick fails the pick (the real sim, the labels from physics)."""
+    task = "libero10_stove_moka"
+    steps = _plan_steps(task)
+    passed, _ = execute_episode(EpisodeSpec(POOL, task, 0, None), POOL_SYSTEM)
+    times = [m["t"] for m in passed["labels"]["milestones"]]
+    pool = _TaskPool(task, steps, [], [])
+    pool.add(passed)
+    derived = [c.fault for c in pool.candidates]
+    assert len(derived) == len(times) and all(c.seed == 0 for c in pool.candidates)
+    picked = next(m for m in passed["labels"]["milestones"] if m["kind"] == "pick")
+    before = max(t for t in [0.0, *times] if t < picked["t"])
+    stall = f"stall@{(before + picked['t']) / 2:.2f}"
+    assert stall in derived
+    failed, _ = execute_episode(EpisodeSpec(POOL, task, 0, stall), POOL_SYSTEM)
+    assert stage_of(failed["labels"], steps) == "mid", failed["labels"]["failed_step"]
+    # a faulted run adds nothing; nor does a pool of faults the campaign file gave
+    pool.add(failed)
+    assert [c.fault for c in pool.candidates] == derived
+    given = _TaskPool(task, steps, [], [], derive=False)
+    given.add(passed)
+    assert given.candidates == []

@@ -11,6 +11,7 @@ the pool's run of the same seed and fault (the same episode) instead of repeatin
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -213,6 +214,27 @@ class _TaskPool:
     steps: list[str]
     candidates: list[EpisodeSpec]
     runs: list[dict[str, Any]]
+    derive: bool = True  # stalls from the passing runs' step windows (not with given faults)
+
+    def add(self, run: dict[str, Any]) -> None:
+        """A pool run came back. A passing one also tells when each of its steps ran: a stall
+        in the middle of each step's window (between the ground truth's milestones) is a new
+        candidate for its seed, so a step no catalogue fault fails (a pick that a drop, which
+        strikes in the carry, never reaches) still gets its failures."""
+        self.runs.append(run)
+        labels = run.get("labels") or {}
+        if not self.derive or run.get("fault") is not None or \
+                labels.get("expected_verdict") != "pass":
+            return
+        times = sorted(float(m["t"]) for m in labels.get("milestones", [])
+                       if m.get("achieved") and m.get("t") is not None)
+        known = {(c.seed, c.fault) for c in self.candidates}
+        for a, b in itertools.pairwise([0.0, *times]):
+            if b - a < 0.2:  # too short a window to stop in
+                continue
+            fault = f"stall@{(a + b) / 2:.2f}"
+            if (run["seed"], fault) not in known:
+                self.candidates.append(EpisodeSpec(POOL, self.task, run["seed"], fault))
 
     def next_batch(self, size: int) -> list[EpisodeSpec]:
         """The next candidates worth running; empty when the quota is full or none can help.
@@ -257,7 +279,8 @@ def _sample(campaign: Campaign, store: Store, executor: _Executor,
         faults = given or fault_catalogue(as_scene(task))
         pools.append(_TaskPool(task, _plan_steps(task, oracles.get(task)), [
             EpisodeSpec(POOL, task, s, None) for s in seeds] + [
-            EpisodeSpec(POOL, task, s, f) for s in seeds for f in faults], []))
+            EpisodeSpec(POOL, task, s, f) for s in seeds for f in faults], [],
+            derive=not given))
     by_task = {tp.task: tp for tp in pools}
     size = max(1, executor.workers)
     while True:
@@ -268,14 +291,14 @@ def _sample(campaign: Campaign, store: Store, executor: _Executor,
         for c in batch:
             found = store.get(c.id)
             if found is not None:
-                by_task[c.task].runs.append(found)
+                by_task[c.task].add(found)
             else:
                 todo.append((c, {**POOL_SYSTEM, "oracles": oracles}))
         for result, files in executor.run(todo):
             write_episode(store.path.parent, result, files)
             store.add(result, role=POOL)
             summary.pool += 1
-            by_task[result["task"]].runs.append(result)
+            by_task[result["task"]].add(result)
     plan: list[EpisodeSpec] = []
     shortfall: dict[str, dict[str, int]] = {}
     for tp in pools:

@@ -4,8 +4,10 @@
 Where a failure happens is read from the ground truth, not from any oracle under test: the
 labelled failed step's position in the task's fine-grained plan (first third early, second
 mid, last late). The pool is every (seed, fault) of the campaign's seed range and the fault
-catalogue below that the task accepts; the choice is deterministic (lowest seed first, faults
-in catalogue order), so the same campaign file samples the same episodes.
+catalogue below that the task accepts, plus, for each passing run, a stall in the middle of
+each of its steps (timed by that run's ground-truth milestones: a step no catalogue fault
+fails still gets failures); the choice is deterministic (lowest seed first, faults in
+catalogue order), so the same campaign file samples the same episodes.
 """
 
 from __future__ import annotations
