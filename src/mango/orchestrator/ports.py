@@ -40,7 +40,7 @@ Observer = Callable[[WorldState], None]  # may raise Interrupted or TaskCancelle
 
 HALTED_SPEED = 0.01  # m/s: the hand is "halted" below this
 # hand samples per control period while the arm is held: 11 divides the 33 physics steps of a
-# period, so one every 6 ms (165 Hz), and the hold's physics stay those of one row a period
+# period, so one every 6 ms (165 Hz), a look between the steps that leaves them as they are
 HOLD_SAMPLES = 11
 assert SUBSTEPS % HOLD_SAMPLES == 0
 
@@ -199,14 +199,15 @@ class SimPort:
         prev = self.hand_position()
         rest: float | None = None
 
-        def step(row: np.ndarray) -> WorldState:
+        def sample() -> None:
             nonlocal prev, rest
-            for _ in range(HOLD_SAMPLES):
-                self.env.step(row, duration=part)
-                hand = self.hand_position()
-                if rest is None and float(np.linalg.norm(hand - prev)) / part < HALTED_SPEED:
-                    rest = self.env.time
-                prev = hand
+            hand = self.hand_position()
+            if rest is None and float(np.linalg.norm(hand - prev)) / part < HALTED_SPEED:
+                rest = self.env.time
+            prev = hand
+
+        def step(row: np.ndarray) -> WorldState:
+            self.env.step(row, probe=sample, probe_every=SUBSTEPS // HOLD_SAMPLES)
             state = self.env.world_state()
             observe(state)
             return state

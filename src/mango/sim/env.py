@@ -10,7 +10,7 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -205,8 +205,11 @@ class SimEnv:
         self.set_joint_targets(q, gripper_width)
         return q
 
-    def step(self, action: Sequence[float] | None = None, duration: float | None = None) -> None:
-        """Hold one 8-D action for `duration` (default one control period), ramping to it."""
+    def step(self, action: Sequence[float] | None = None, duration: float | None = None, *,
+             probe: Callable[[], None] | None = None, probe_every: int = SUBSTEPS) -> None:
+        """Hold one 8-D action for `duration` (default one control period), ramping to it;
+        `probe` is called after every `probe_every` physics steps (a finer look at the same
+        physics: the steps do not change)."""
         with self.lock:
             start = self._target.copy()
             goal = self._goal.copy() if action is None else np.asarray(action, float)
@@ -224,6 +227,8 @@ class SimEnv:
                     f = min(1.0, (i + 1) / ramp)
                     self._apply_ctrl(start + f * (goal - start))
                     mujoco.mj_step(self.model, self.data)
+                    if probe is not None and (i + 1) % probe_every == 0:
+                        probe()
                 done = min(n, done + SUBSTEPS)
                 self._target = goal.copy()
 
