@@ -151,3 +151,33 @@ def test_record_with_inner_named_in_the_backend_string(chat_server, tmp_path):
     assert manifest["backend"] == "openai" and manifest["models"]["judge"] == "m-2"
     with pytest.raises(InputError, match="recorded with model"):
         make_backend(f"replay:{tmp_path}", "another-model")
+
+
+def test_replay_takes_the_one_recorded_request_that_differs_only_in_small_numbers(
+        chat_server, tmp_path, caplog):
+    """A sim run's request carries measured numbers that MuJoCo and the renderer do not
+    reproduce bit for bit on another CPU (a dropped can 2 mm away): the recorded answer is
+    still the one, with a warning. Text that differs, a number off by more than the
+    tolerance, or two recorded requests that both match are misses."""
+    R = chat_server.Reply
+    chat_server.push(R(answer(1)), R(answer(2)), R(answer(3)))
+    rec = CachedBackend(tmp_path, "record", http_backend(chat_server))
+    seen = 'Observation: {"object_position": [0.002, -0.027, 0.95]}'
+    rec.complete(call(text=seen, moved=0.166), Verdict)
+    rec.complete(call(text="Place at 0.500 m.", moved=0.1), Verdict)
+    rec.complete(call(text="Place at 0.506 m.", moved=0.1), Verdict)
+    chat_server.close()
+    replay = CachedBackend(tmp_path, "replay")
+    drifted = 'Observation: {"object_position": [0.0, -0.027, 0.95]}'
+    with caplog.at_level("WARNING", logger="mango.llm.cache"):
+        got = replay.complete(call(text=drifted, moved=0.163), Verdict)
+    assert got.score == 1.1 and "numbers differ" in caplog.text
+    with pytest.raises(CacheMiss, match="no answer #2"):  # one answer was recorded for it
+        replay.complete(call(text=drifted, moved=0.163), Verdict)
+    fresh = CachedBackend(tmp_path, "replay")
+    for text, moved in ((drifted.replace("Observation", "Seen"), 0.166),  # other words
+                        ('Observation: {"object_position": [0.05, -0.027, 0.95]}', 0.166),
+                        (seen, 0.2),  # context number too far
+                        ("Place at 0.503 m.", 0.1)):  # near both placements: ambiguous
+        with pytest.raises(CacheMiss):
+            fresh.complete(call(text=text, moved=moved), Verdict)
