@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from mango.orchestrator.config import OrchestratorConfig
-from mango.orchestrator.loop import HALTED_SPEED, Orchestrator, run_task
+from mango.orchestrator.loop import Orchestrator, run_task
 from mango.orchestrator.monitors import NoMonitor
-from mango.orchestrator.ports import SimPort
+from mango.orchestrator.ports import HALTED_SPEED, SimPort
 from mango.orchestrator.tools import HaltTool
 from mango.sim.env import SimEnv, as_scene
 from mango.sim.expert.policy import ExpertPolicy

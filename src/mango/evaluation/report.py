@@ -101,9 +101,9 @@ def to_markdown(summary: dict[str, Any], name: str = "campaign") -> str:
              table(ORACLE_HEAD, _oracle_rows(summary))]
     parts += ["", "## Fine-grained oracle by failure stage", "",
               table(STAGE_HEAD, _stage_rows(summary))]
-    if _task_oracle_rows(summary):
-        parts += ["", "## Oracle vs ground truth per task", "",
-                  table(TASK_ORACLE_HEAD, _task_oracle_rows(summary))]
+    if task_rows := _task_oracle_rows(summary):
+        parts += ["", "## Oracle vs ground truth per task", "", table(TASK_ORACLE_HEAD,
+                                                                      task_rows)]
     if summary["comparisons"]:
         parts += ["", "## Pairwise comparisons", "", table(COMPARE_HEAD,
                                                            _comparison_rows(summary))]
@@ -188,9 +188,9 @@ def to_html(summary: dict[str, Any], name: str = "campaign",
     ]
     sections += ["<h2>Fine-grained oracle by failure stage</h2>",
                  table(STAGE_HEAD, _stage_rows(summary))]
-    if _task_oracle_rows(summary):
+    if task_rows := _task_oracle_rows(summary):
         sections += ["<h2>Oracle vs ground truth per task</h2>",
-                     table(TASK_ORACLE_HEAD, _task_oracle_rows(summary))]
+                     table(TASK_ORACLE_HEAD, task_rows)]
     if summary["comparisons"]:
         sections += ["<h2>Pairwise comparisons</h2>",
                      table(COMPARE_HEAD, _comparison_rows(summary))]

@@ -40,8 +40,8 @@ from mango.nodes.actions import ActionClient, action_server
 from mango.nodes.common import declare_parameters, positive, rate_param, run_node
 from mango.oracle.world_state import WorldState
 from mango.orchestrator.config import OrchestratorConfig, parse_backend_opts
-from mango.orchestrator.loop import HALTED_SPEED, Orchestrator, TaskOutcome
-from mango.orchestrator.ports import Observer, TaskCancelled
+from mango.orchestrator.loop import Orchestrator, TaskOutcome
+from mango.orchestrator.ports import Observer, TaskCancelled, at_rest
 from mango.orchestrator.schemas import EpisodeRecord, Subgoal
 from mango.orchestrator.tools import Interrupted, ToolResult
 from mango.orchestrator.vlm import check_backend_config
@@ -324,8 +324,8 @@ class RosPort:
                 hand = st.objects.get("robot_hand")
                 if t_end is None and hand is not None:
                     p = np.asarray(hand.position, float)
-                    if prev is not None and st.t > prev[0] and float(np.linalg.norm(
-                            p - prev[1])) / (st.t - prev[0]) < HALTED_SPEED:
+                    if prev is not None and st.t > prev[0] and at_rest(prev[1], p,
+                                                                       st.t - prev[0]):
                         t_end = st.t + seconds
                     prev = (st.t, p)
                 if t_end is None and (hand is None or st.t - t_first >= REST_WAIT_S):

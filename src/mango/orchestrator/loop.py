@@ -37,7 +37,7 @@ from mango.orchestrator.events import WorldFailureDetector, detector_for
 from mango.orchestrator.failures import Reaction, classify, reactions
 from mango.orchestrator.monitors import GroundTruthMonitor, Monitor, NoMonitor, OracleMonitor
 from mango.orchestrator.planning import make_plan, subgoal_texts
-from mango.orchestrator.ports import HALTED_SPEED, RobotPort, SimPort, TaskCancelled
+from mango.orchestrator.ports import RobotPort, SimPort, TaskCancelled, at_rest
 from mango.orchestrator.schemas import Decision, EpisodeRecord, Plan, Signal, Subgoal, digest
 from mango.orchestrator.tools import Interrupted, ToolResult
 from mango.orchestrator.vlm import PlanRequest, VlmMonitor, make_decider
@@ -174,8 +174,7 @@ class Orchestrator:
                 del self._hand_hist[:2000]
         h = self._halt
         if h is not None and hand is not None and self._prev_hand is not None:
-            speed = float(np.linalg.norm(hand - self._prev_hand)) / dt
-            if h.t_halted is None and speed < HALTED_SPEED:
+            if h.t_halted is None and at_rest(self._prev_hand, hand, dt):
                 h.t_halted = state.t
             elif h.t_halted is not None and self._prev_q is not None:
                 qd = float(np.max(np.abs(q - self._prev_q))) / dt

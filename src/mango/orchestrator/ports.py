@@ -39,10 +39,14 @@ Observer = Callable[[WorldState], None]  # may raise Interrupted or TaskCancelle
 
 
 HALTED_SPEED = 0.01  # m/s: the hand is "halted" below this
-# hand samples per control period while the arm is held: 11 divides the 33 physics steps of a
-# period, so one every 6 ms (165 Hz), a look between the steps that leaves them as they are
-HOLD_SAMPLES = 11
-assert SUBSTEPS % HOLD_SAMPLES == 0
+# physics steps between two looks at the hand while the arm is held: 11 looks a period (the 33
+# steps of one), one every 6 ms, taken between the steps so they stay as they are
+HOLD_PROBE_STEPS = 3
+
+
+def at_rest(a: np.ndarray, b: np.ndarray, dt: float) -> bool:
+    """The hand moved from `a` to `b` in `dt` seconds slower than `HALTED_SPEED`."""
+    return float(np.linalg.norm(np.asarray(b) - np.asarray(a))) / dt < HALTED_SPEED
 
 
 class TaskCancelled(Exception):
@@ -193,21 +197,21 @@ class SimPort:
     def hold(self, seconds: float, observe: Observer) -> float | None:
         """Safe idle (the halt tool's hold), one observed world state a period as every tool.
         Returns when the hand came to rest (below `HALTED_SPEED`), from its position sampled
-        `HOLD_SAMPLES` times a period: known to a few milliseconds, as a real arm's 1 kHz
+        every `HOLD_PROBE_STEPS` physics steps: known to a few milliseconds, as a real arm's 1 kHz
         state would give it, not rounded up to the next 15 Hz state; None if it did not."""
-        part = self.env.dt / HOLD_SAMPLES
+        part = self.env.dt * HOLD_PROBE_STEPS / SUBSTEPS
         prev = self.hand_position()
         rest: float | None = None
 
         def sample() -> None:
             nonlocal prev, rest
             hand = self.hand_position()
-            if rest is None and float(np.linalg.norm(hand - prev)) / part < HALTED_SPEED:
+            if rest is None and at_rest(prev, hand, part):
                 rest = self.env.time
             prev = hand
 
         def step(row: np.ndarray) -> WorldState:
-            self.env.step(row, probe=sample, probe_every=SUBSTEPS // HOLD_SAMPLES)
+            self.env.step(row, probe=sample, probe_every=HOLD_PROBE_STEPS)
             state = self.env.world_state()
             observe(state)
             return state
