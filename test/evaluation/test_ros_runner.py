@@ -1,6 +1,13 @@
 """Campaign episodes as ROS stacks (`runner: ros`): the sim stack per episode on the worker's
 own ROS domain, the same result as the in-process run of the same seeds (verdict, failed step,
-success, the labels' truth), and what a stack cannot run refused before anything runs."""
+success, the labels' truth), and what a stack cannot run refused before anything runs.
+
+The stack runs in real time, not in lockstep: its expert sees the world when its messages
+arrive, so an episode is not bit-identical to the in-process one (one nominal stove_moka
+episode in about 40 placed the pot off the cook region on a loaded CI machine). Every stack
+episode is judged alike by its own live oracle, its bag's symbolic check and its expert's
+account, always; one that disagrees with the in-process run is run once more on a fresh
+stack, and that run must agree."""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ import pytest
 
 from mango.errors import InputError
 from mango.evaluation.campaign import load_campaign
+from mango.evaluation.ros_runner import execute_ros_episode
 from mango.evaluation.runner import STORE_FILE, run_campaign
 from mango.evaluation.store import Store
 
@@ -22,12 +30,21 @@ faults: [none, drop@0.3]
 """
 
 
+def _outcome(r: dict) -> tuple:
+    return (r["error"], r["success"], r["verdict"]["verdict"], r["verdict"]["failed_step"],
+            r["symbolic"]["verdict"], r["labels"]["expected_verdict"], r["labels"]["failed_step"])
+
+
 def _outcomes(out: Path) -> dict[str, tuple]:
     with Store(out / STORE_FILE) as s:
-        return {r["episode"]: (r["error"], r["success"], r["verdict"]["verdict"],
-                               r["verdict"]["failed_step"], r["symbolic"]["verdict"],
-                               r["labels"]["expected_verdict"], r["labels"]["failed_step"])
-                for r in s.results()}
+        return {r["episode"]: _outcome(r) for r in s.results()}
+
+
+def _consistent(o: tuple) -> bool:
+    """The live verdict, the symbolic end state and the expert's truth tell the same story."""
+    error, success, verdict, step, symbolic, expected, expected_step = o
+    return (error is None and verdict == expected and step == expected_step
+            and (symbolic == "pass") == success == (verdict == "pass"))
 
 
 def test_stack_episodes_give_the_in_process_results(tmp_path: Path) -> None:
@@ -41,6 +58,14 @@ def test_stack_episodes_give_the_in_process_results(tmp_path: Path) -> None:
                            ros_domain_base=base)
     assert (summary.ran, summary.errors) == (4, 0)
     want, got = _outcomes(tmp_path / "in_process"), _outcomes(tmp_path / "ros")
+    assert all(_consistent(o) for o in want.values()), want
+    assert all(_consistent(o) for o in got.values()), got
+    campaign = load_campaign(ros)
+    for spec in campaign.episodes():
+        if got[spec.id] != want[spec.id]:  # real time, not lockstep: once more, afresh
+            system = campaign.systems[spec.system].model_dump(mode="json")
+            again, _ = execute_ros_episode(spec, system, tmp_path / "again", base)
+            got[spec.id] = _outcome(again)
     assert got == want
     assert {v[2] for v in got.values()} == {"pass", "fail"}  # both outcomes are compared
     with Store(tmp_path / "ros" / STORE_FILE) as s:
