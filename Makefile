@@ -108,7 +108,7 @@ browser:
 
 test: setup openpi-venv perception-deps browser
 	$(ENV) ruff check src test bench scripts
-	$(ENV) python -m pytest -q
+	$(ENV) python -m pytest -q --durations=25
 
 demo: setup  ## SCENE=, SEED=, FAULT=KIND@WHEN, VIEWS=1
 	$(ENV) bash scripts/demo.sh

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -137,11 +137,50 @@ class PlannedArm:
         self.width = w1
         return rows
 
+    def reach_z(self, xy: np.ndarray, quat: np.ndarray | None, lo: float, hi: float) -> float:
+        """The highest hand height in [lo, hi] the arm reaches over `xy` with `quat` (the
+        current orientation if None), to 5 mm; `hi` when even `lo` is out of reach, so the
+        move that needs it fails with the IK's own reason.
+
+        Cruise and carry heights are chosen for clearance, and far out (a cabinet's top at
+        the table's edge) the FR3 cannot hold its hand down that high; lower is better
+        than nothing as long as it clears `lo`."""
+        quat = self.pose()[1] if quat is None else np.asarray(quat, float)
+
+        def ok(z: float) -> bool:
+            # reachable at all: the branch cap is for paths, and this asks from afar
+            return self.ik.solve(np.array([xy[0], xy[1], z]), quat, self.q,
+                                 max_jump=math.inf).ok
+
+        if hi <= lo or ok(hi):
+            return hi
+        if not ok(lo):
+            return hi
+        while hi - lo > 0.005:
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+        return lo
+
+    def feasible(self, moves: Callable[[], Iterator[object]]) -> bool:
+        """Whether the moves plan without an `ExpertError`, planned on trial: the arm is as
+        before afterwards. A choice between grips checks its whole path, not its end."""
+        q, width = self.q, self.width
+        try:
+            for _ in moves():
+                pass
+            return True
+        except ExpertError:
+            return False
+        finally:
+            self.q, self.width = q, width
+
     def travel_to(self, above: np.ndarray, quat: np.ndarray | None = None,
                   **kw: object) -> Iterator[list[np.ndarray]]:
-        """Up to travel height, across, (rotating on the way), ending above `above`."""
+        """Up to travel height (what the arm reaches of it over `above`), across (rotating
+        on the way), ending above `above`."""
         p, _ = self.pose()
-        zt = max(self.travel_z, float(above[2]))
+        zt = self.reach_z(above[:2], quat, float(above[2]),
+                          max(self.travel_z, float(above[2])))
         if p[2] < zt - 0.01:
             yield self.line(np.array([p[0], p[1], zt]), speed=self.approach_speed)
         yield self.line(np.array([above[0], above[1], zt]), quat, **kw)  # type: ignore[arg-type]

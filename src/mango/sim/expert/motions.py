@@ -9,7 +9,7 @@ callbacks at the moment something happens (the hand closed, the gripper let go).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +25,7 @@ from mango.geometry import (
 )
 from mango.oracle.world_state import EntityState, WorldState
 from mango.sim.expert.arm import CLOSED, DT, FINGERTIP, OPEN, SYNC, ExpertError, PlannedArm
+from mango.sim.parts import container_wall
 from mango.sim.scene import ARTICULATED, EntitySpec, SceneSpec
 
 Skill = Generator[object, None, None]
@@ -78,6 +79,24 @@ def grasp_yaw(arm: PlannedArm, ent: EntitySpec, yaw: float) -> float:
 HAND_HALF_LENGTH, HAND_HALF_WIDTH, HAND_BODY_ABOVE = 0.105, 0.035, 0.04
 
 
+def _high_footprints(ctx: SkillContext, obj: str, z: float
+                     ) -> list[tuple[float, float, float, float]]:
+    """Footprints of what stands higher than the hand's body above grasp height z."""
+    return [_footprint(o) for k, o in ctx.state.objects.items()
+            if k != obj and o.kind in ("object", "fixture", "device", "region") and o.size
+            and o.position[2] + o.size[2] / 2 > z + HAND_BODY_ABOVE]
+
+
+def _blocked(high: list[tuple[float, float, float, float]], c: np.ndarray, yaw: float) -> int:
+    """How many of the hand's outline points, centred at c opening along yaw, lie over
+    something in `high`."""
+    u = np.array([math.cos(yaw), math.sin(yaw)])
+    w = np.array([-u[1], u[0]])
+    pts = [c[:2] + i * HAND_HALF_LENGTH / 4 * u + j * HAND_HALF_WIDTH * w
+           for i in range(-4, 5) for j in (-1, 0, 1)]
+    return sum(any(b[0] <= p[0] <= b[2] and b[1] <= p[1] <= b[3] for b in high) for p in pts)
+
+
 def _clear_yaw(ctx: SkillContext, obj: str, a: float, z: float) -> float:
     """`a`, or `a` turned a quarter when the object grips the same that way (square or round
     footprint) and the hand, long along its opening, then clears more of what stands higher
@@ -87,20 +106,52 @@ def _clear_yaw(ctx: SkillContext, obj: str, a: float, z: float) -> float:
     if abs(sx - sy) > 0.1 * max(sx, sy):
         return a
     c = np.asarray(ctx.state.objects[obj].position)
-    high = [_footprint(o) for k, o in ctx.state.objects.items()
-            if k != obj and o.kind in ("object", "fixture", "device", "region") and o.size
-            and o.position[2] + o.size[2] / 2 > z + HAND_BODY_ABOVE]
-
-    def blocked(yaw: float) -> int:
-        u = np.array([math.cos(yaw), math.sin(yaw)])
-        w = np.array([-u[1], u[0]])
-        pts = [c[:2] + i * HAND_HALF_LENGTH / 4 * u + j * HAND_HALF_WIDTH * w
-               for i in range(-4, 5) for j in (-1, 0, 1)]
-        return sum(any(b[0] <= p[0] <= b[2] and b[1] <= p[1] <= b[3] for b in high)
-                   for p in pts)
-
+    high = _high_footprints(ctx, obj, z)
     turned = ctx.arm.grip_yaw(a + math.pi / 2)
-    return turned if blocked(turned) < blocked(a) else a
+    return turned if _blocked(high, c, turned) < _blocked(high, c, a) else a
+
+
+def _grip_point(ctx: SkillContext, obj: str, z: float) -> tuple[np.ndarray, float]:
+    """Where the hand closes (xy) and its opening yaw: across the object's middle, or for a
+    bowl on one of its walls (one finger inside, one outside) when the middle is out of the
+    arm's reach, or under something (an open drawer) and a wall is less so: the wall whose
+    grip is least covered and, among those, nearest the robot."""
+    arm = ctx.arm
+    ent = ctx.scene.entity(obj)
+    st = ctx.state.objects[obj]
+    c = np.asarray(st.position)
+    yaw = quat_yaw(st.orientation)
+    a = _clear_yaw(ctx, obj, grasp_yaw(arm, ent, yaw), z)
+    if ent.shape != "bowl":
+        return c[:2], a
+    high = _high_footprints(ctx, obj, z)
+
+    def reachable(xy: np.ndarray, opening: float) -> bool:
+        def approach() -> Iterator[object]:
+            yield from arm.travel_to(np.array([xy[0], xy[1], z + 0.12]), down_quat(opening),
+                                     width=OPEN)
+            yield arm.line(np.array([xy[0], xy[1], z]), speed=arm.approach_speed)
+        return arm.feasible(approach)
+
+    covered = _blocked(high, c, a)
+    centre = reachable(c[:2], a)
+    if centre and covered == 0:
+        return c[:2], a
+    base = np.asarray(ctx.scene.robot.base[:2])
+    walls = []
+    for k in range(4):
+        n = yaw_matrix_2d(yaw + k * math.pi / 2) @ np.array([1.0, 0.0])
+        half = (ent.size[0] if k % 2 == 0 else ent.size[1]) / 2
+        xy = c[:2] + (half - container_wall(ent.shape) / 2) * n
+        opening = arm.grip_yaw(math.atan2(n[1], n[0]))
+        walls.append((_blocked(high, xy, opening), float(np.linalg.norm(xy - base)), xy,
+                      opening))
+    for n_covered, _, xy, opening in sorted(walls, key=lambda w: (w[0], w[1])):
+        if centre and n_covered >= covered:
+            break  # no wall is clearer than the middle
+        if reachable(xy, opening):
+            return xy, opening
+    return c[:2], a
 
 
 def _close_and_lift(ctx: SkillContext, obj: str, z: float, lift: np.ndarray, speed: float,
@@ -129,17 +180,17 @@ def grasp(ctx: SkillContext, obj: str,
     arm = ctx.arm
     ent = ctx.scene.entity(obj)
     for _attempt in range(3):
-        st = ctx.state.objects[obj]
-        c = np.asarray(st.position)
-        yaw = quat_yaw(st.orientation)
+        c = np.asarray(ctx.state.objects[obj].position)
         h = ent.size[2]
         z = max(c[2] + h / 2 - 0.022, c[2] - h / 2 + FINGERTIP + 0.003)
-        a = _clear_yaw(ctx, obj, grasp_yaw(arm, ent, yaw), z)
+        xy, a = _grip_point(ctx, obj, z)
         quat = down_quat(a)
-        above = np.array([c[0], c[1], z + 0.12])
+        above = np.array([xy[0], xy[1], z + 0.12])
         yield from arm.travel_to(above, quat, width=OPEN)
-        yield arm.line(np.array([c[0], c[1], z]), speed=arm.approach_speed)
-        lift = np.array([c[0], c[1], arm.travel_z])
+        yield arm.line(np.array([xy[0], xy[1], z]), speed=arm.approach_speed)
+        # up to travel height, or as high as the arm reaches out there (at least where it
+        # came down from)
+        lift = np.array([xy[0], xy[1], arm.reach_z(xy, quat, above[2], arm.travel_z)])
         offset = yield from _close_and_lift(ctx, obj, z, lift, arm.approach_speed, on_closed)
         if offset is not None:
             return offset
@@ -256,14 +307,19 @@ def place(
     drop_at: float | None = None,
     on_drop: Callable[[float], None] | None = None,
     on_release: Callable[[float], None] | None = None,
+    held: str | None = None,
 ) -> Skill:
     """Carry the held object over `xy`, lower it to `release_z`, let go and rise again.
 
     `drop_at` opens the gripper after that fraction of the transport instead (and calls
     `on_drop` with the time it opens); `on_release` gets the time of a normal release.
+    With `held` named, its centre (not the hand's) ends over `xy`: a bowl taken by its wall
+    hangs 3 cm beside the hand.
     """
     arm = ctx.arm
-    carry = max(arm.travel_z, release_z + 0.1)
+    if held is not None:
+        xy = np.asarray(xy, float) - _held_shift(ctx, held, quat)
+    carry = arm.reach_z(xy, quat, release_z + 0.04, max(arm.travel_z, release_z + 0.1))
     above = np.array([xy[0], xy[1], carry])
     open_at = None
     if drop_at is not None:
@@ -281,6 +337,18 @@ def place(
             on_release(t_rel)
     yield arm.line(np.array([xy[0], xy[1], carry]), speed=arm.approach_speed)
     yield SYNC
+
+
+def _held_shift(ctx: SkillContext, obj: str, quat: np.ndarray) -> np.ndarray:
+    """Where the held object's centre sits beside the hand once the hand turns to `quat`
+    (measured now; under 1 cm counts as none: a grip across the middle)."""
+    hand, o = ctx.state.objects.get("robot_hand"), ctx.state.objects.get(obj)
+    if hand is None or o is None:
+        return np.zeros(2)
+    d = np.asarray(o.position[:2]) - np.asarray(hand.position[:2])
+    if float(np.linalg.norm(d)) < 0.01:
+        return np.zeros(2)
+    return yaw_matrix_2d(quat_yaw(quat) - quat_yaw(hand.orientation)) @ d
 
 
 def cavity_direction(ctx: SkillContext, target: str) -> np.ndarray:

@@ -198,7 +198,7 @@ class ExpertPolicy:
         else:
             quat = motions.carry_quat(ctx, obj, tyaw)
             yield from motions.place(ctx, xy, support + offset + 0.012, quat, drop_at=drop_at,
-                                     on_drop=on_drop, on_release=on_release)
+                                     on_drop=on_drop, on_release=on_release, held=obj)
         if obj == place.subject and self._placed(k):
             self._achieve(place)
         if not side and faults.knocks_out(k) and place.achieved:
