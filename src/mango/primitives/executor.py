@@ -191,7 +191,7 @@ class PrimitiveExecutor:
 
     # ----------------------------------------------------------------- motion
     def _arm(self, q: np.ndarray, width: float) -> PlannedArm:
-        return PlannedArm(self.ik, np.asarray(q, float).copy(), width,  # type: ignore[arg-type]
+        return PlannedArm(self.ik, np.asarray(q, float).copy(), width,
                           travel_speed=0.3, approach_speed=0.15, travel_z=self.travel_z)
 
     def _phase_start(self, phase: str) -> None:

@@ -40,9 +40,12 @@ class WorldFrameIK:
         return self._bp + self._br @ p, mat_to_quat(self._br @ r)
 
     def solve(self, pos: Sequence[float], quat: Sequence[float],
-              seed: Sequence[float] | None = None) -> IKSolution:
+              seed: Sequence[float] | None = None, *,
+              max_jump: float | None = None) -> IKSolution:
+        """As `IKSolver.solve`: `max_jump` None keeps this solver's cap."""
         p, r = self.to_base(pos, quat)
-        return self.kin.ladder.solve(p, r, seed, max_jump=self.max_jump)
+        cap = self.max_jump if max_jump is None else max_jump
+        return self.kin.ladder.solve(p, r, seed, max_jump=cap)
 
 
 def to_chunks(rows: Sequence[np.ndarray], size: int = CHUNK_ROWS) -> list[np.ndarray]:

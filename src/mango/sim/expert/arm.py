@@ -12,13 +12,14 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol
 
 import numpy as np
 
 from mango.geometry import axis_yaw, nearest_angle, quat_to_mat, rotation_angle, slerp
+from mango.ik import IKSolution
 from mango.sim.build import CONTROL_HZ
-from mango.sim.ik import IKSolver
 
 log = logging.getLogger(__name__)
 
@@ -33,12 +34,26 @@ class ExpertError(RuntimeError):
     """The expert could not continue (e.g. an unreachable pose)."""
 
 
+class ArmIK(Protocol):
+    """What planning needs of an IK: the sim's `IKSolver` and the primitives' world-frame
+    one alike. `max_jump` None keeps the solver's own branch cap."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+
+    def fk(self, q: Sequence[float]) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def solve(self, pos: Sequence[float], quat: Sequence[float],
+              seed: Sequence[float] | None = None, *,
+              max_jump: float | None = None) -> IKSolution: ...
+
+
 class PlannedArm:
     """The arm as planned so far (last joint targets and width) and the moves extending it."""
 
     def __init__(
         self,
-        ik: IKSolver,
+        ik: ArmIK,
         q: np.ndarray,
         width: float,
         *,
