@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from report import print_table
+from report import find_libero_root, print_table
 
 REPO = Path(__file__).resolve().parents[1]
 _LIBS: Path | None = None
@@ -110,7 +110,8 @@ def run_task(path: str, seeds: list[int]) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--root", type=Path, required=True, help="LIBERO's bddl_files folder")
+    ap.add_argument("--root", type=Path, default=None,
+                    help="LIBERO's bddl_files folder (default: $LIBERO_BDDL_ROOT)")
     ap.add_argument("--suites", nargs="+",
                     default=["libero_goal", "libero_spatial", "libero_object"])
     ap.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1")
@@ -118,10 +119,15 @@ def main() -> None:
     ap.add_argument("--task", default=None, help="only tasks whose name contains this")
     ap.add_argument("--json", type=Path, default=None, help="write the rows here")
     args = ap.parse_args()
-    files = [str(p) for s in args.suites for p in sorted((args.root / s).glob("*.bddl"))
+    root = find_libero_root(args.root)
+    if root is None:
+        print("LIBERO's bddl_files not found (pass --root or set LIBERO_BDDL_ROOT): "
+              "nothing measured")
+        return
+    files = [str(p) for s in args.suites for p in sorted((root / s).glob("*.bddl"))
              if args.task is None or args.task in p.stem]
     if not files:
-        sys.exit(f"no .bddl files under {args.root} for {args.suites}")
+        sys.exit(f"no .bddl files under {root} for {args.suites}")
     seeds = list(range(args.seeds))
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
@@ -144,7 +150,7 @@ def main() -> None:
         for f in files:
             done(run_task(f, seeds))
     order = {f: i for i, f in enumerate(files)}
-    rows.sort(key=lambda r: order[str(Path(args.root) / r["suite"] / (r["task"] + ".bddl"))])
+    rows.sort(key=lambda r: order[str(root / r["suite"] / (r["task"] + ".bddl"))])
     wall = time.perf_counter() - t0
     per_task = []
     for r in rows:

@@ -19,14 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import statistics
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from report import print_table
+from report import LIBERO_SUITES, find_libero_root, print_table
 
 from mango.bddl.convert import scene_json, task_json
 from mango.bddl.parser import read_bddl
@@ -39,15 +38,7 @@ from mango.llm.backend import Refusal
 from mango.oracle.goal_order import goal_order_problems
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ("libero_10", "libero_goal", "libero_spatial", "libero_object", "libero_90")
-DEFAULT_ROOTS = (Path("/tmp/libero_bddl/libero/libero/bddl_files"),)
-
-
-def find_root(given: str | None) -> Path | None:
-    for cand in [given, os.environ.get("LIBERO_BDDL_ROOT"), *map(str, DEFAULT_ROOTS)]:
-        if cand and all((Path(cand) / s).is_dir() for s in SUITES):
-            return Path(cand)
-    return None
+SUITES = LIBERO_SUITES
 
 
 def judge(task: dict[str, Any], scene: SceneTask, oracle: dict[str, Any] | None,
@@ -88,7 +79,7 @@ def main() -> None:
     ap.add_argument("--save-scenes", help="write each task's scene.json here (for replay tests)")
     args = ap.parse_args()
     logging.getLogger("mango").setLevel(logging.ERROR)  # refusals are listed below
-    root = find_root(args.root)
+    root = find_libero_root(args.root)
     if root is None:
         print("LIBERO's bddl_files not found (pass --root or set LIBERO_BDDL_ROOT): "
               "nothing measured")

@@ -3,8 +3,10 @@ this folder on sys.path, so the benches import it as `report`)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -28,3 +30,17 @@ def stop_processes(procs: list[subprocess.Popen[bytes]]) -> None:
             p.wait(timeout=5)
         except subprocess.TimeoutExpired:
             p.kill()
+
+
+LIBERO_SUITES = ("libero_10", "libero_goal", "libero_spatial", "libero_object", "libero_90")
+LIBERO_DEFAULT_ROOTS = (Path("/tmp/libero_bddl/libero/libero/bddl_files"),)
+
+
+def find_libero_root(given: str | Path | None) -> Path | None:
+    """LIBERO's `bddl_files` folder (not shipped): `given`, `LIBERO_BDDL_ROOT`, or a usual
+    place; None when none holds the five suites (the bench then says so and measures
+    nothing, so `make bench` goes on)."""
+    for cand in [given, os.environ.get("LIBERO_BDDL_ROOT"), *LIBERO_DEFAULT_ROOTS]:
+        if cand and all((Path(cand) / s).is_dir() for s in LIBERO_SUITES):
+            return Path(cand)
+    return None
