@@ -180,8 +180,10 @@ def bench_policies(n: int = 30) -> dict[str, tuple[float, float]]:
               "wrist": rng.integers(0, 255, (224, 224, 3), dtype=np.uint8)}
     env = SimEnv("libero10_book_caddy", cameras=())
     world = env.world_state()
+    # the scene's own task: the expert is language-conditioned and refuses what its scene
+    # has no skill for ("pick up the book" alone)
     obs = Observation(images, env.joint_positions(), env.gripper_width(),
-                      "pick up the book", world)
+                      env.scene.instruction, world)
 
     def timed(policy: Policy) -> tuple[float, float]:
         policy.reset(obs.instruction)
