@@ -134,6 +134,9 @@ def _grip_point(ctx: SkillContext, obj: str, z: float) -> tuple[np.ndarray, floa
         return arm.feasible(approach)
 
     covered = _blocked(high, c, a)
+    if covered == 0 and arm.ik.solve(np.array([c[0], c[1], z]), down_quat(a), arm.q,
+                                     max_jump=math.inf).ok:
+        return c[:2], a  # the usual case, without planning the approach on trial
     centre = reachable(c[:2], a)
     if centre and covered == 0:
         return c[:2], a
