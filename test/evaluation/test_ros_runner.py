@@ -3,8 +3,8 @@ own ROS domain, the same result as the in-process run of the same seeds (verdict
 success, the labels' truth), and what a stack cannot run refused before anything runs.
 
 The stack runs in real time, not in lockstep: its expert sees the world when its messages
-arrive, so an episode is not bit-identical to the in-process one (one nominal stove_moka
-episode in about 40 placed the pot off the cook region on a loaded CI machine). Every stack
+arrive, so an episode is not bit-identical to the in-process one (a nominal stove_moka
+episode placed the pot off the cook region once in CI; 17 runs of it here did not). Every stack
 episode is judged alike by its own live oracle, its bag's symbolic check and its expert's
 account, always; one that disagrees with the in-process run is run once more on a fresh
 stack, and that run must agree."""
