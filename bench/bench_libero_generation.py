@@ -38,7 +38,6 @@ from mango.llm.backend import Refusal
 from mango.oracle.goal_order import goal_order_problems
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = LIBERO_SUITES
 
 
 def judge(task: dict[str, Any], scene: SceneTask, oracle: dict[str, Any] | None,
@@ -98,7 +97,7 @@ def main() -> None:
     t_lib = time.perf_counter() - t0
     only = {o for o in args.only.split(",") if o}
     rows: list[dict[str, Any]] = []
-    for suite in SUITES:
+    for suite in LIBERO_SUITES:
         files = sorted((root / suite).glob("*.bddl"))
         if only:
             files = [f for f in files if f.stem in only]
@@ -133,7 +132,7 @@ def main() -> None:
         print(json.dumps({"library_seconds": t_lib, "tasks": rows}, indent=1))
         return
     per_suite = [(s, f"{sum(r['ok'] for r in rows if r['suite'] == s)}/"
-                  f"{sum(r['suite'] == s for r in rows)}") for s in SUITES]
+                  f"{sum(r['suite'] == s for r in rows)}") for s in LIBERO_SUITES]
     ok = sum(r["ok"] for r in rows)
     secs = [r["seconds"] for r in rows]
     per_suite += [("all", f"{ok}/{len(rows)} = {ok / max(1, len(rows)):.3f}"),

@@ -97,7 +97,8 @@ def _blocked(high: list[tuple[float, float, float, float]], c: np.ndarray, yaw: 
     return sum(any(b[0] <= p[0] <= b[2] and b[1] <= p[1] <= b[3] for b in high) for p in pts)
 
 
-def _clear_yaw(ctx: SkillContext, obj: str, a: float, z: float) -> float:
+def _clear_yaw(ctx: SkillContext, obj: str, a: float,
+               high: list[tuple[float, float, float, float]]) -> float:
     """`a`, or `a` turned a quarter when the object grips the same that way (square or round
     footprint) and the hand, long along its opening, then clears more of what stands higher
     than its body next to the object (an open drawer above a bowl)."""
@@ -106,7 +107,6 @@ def _clear_yaw(ctx: SkillContext, obj: str, a: float, z: float) -> float:
     if abs(sx - sy) > 0.1 * max(sx, sy):
         return a
     c = np.asarray(ctx.state.objects[obj].position)
-    high = _high_footprints(ctx, obj, z)
     turned = ctx.arm.grip_yaw(a + math.pi / 2)
     return turned if _blocked(high, c, turned) < _blocked(high, c, a) else a
 
@@ -121,10 +121,10 @@ def _grip_point(ctx: SkillContext, obj: str, z: float) -> tuple[np.ndarray, floa
     st = ctx.state.objects[obj]
     c = np.asarray(st.position)
     yaw = quat_yaw(st.orientation)
-    a = _clear_yaw(ctx, obj, grasp_yaw(arm, ent, yaw), z)
+    high = _high_footprints(ctx, obj, z)  # once: the yaw and the wall choice share it
+    a = _clear_yaw(ctx, obj, grasp_yaw(arm, ent, yaw), high)
     if ent.shape != "bowl":
         return c[:2], a
-    high = _high_footprints(ctx, obj, z)
 
     def reachable(xy: np.ndarray, opening: float) -> bool:
         def approach() -> Iterator[object]:
