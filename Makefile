@@ -108,7 +108,8 @@ browser:
 
 test: setup openpi-venv perception-deps browser
 	$(ENV) ruff check src test bench scripts
-	$(ENV) python -m pytest -q --durations=25
+	$(ENV) python -m pytest -q -n 2 -m "not serial" --durations=25
+	$(ENV) python -m pytest -q -m serial --durations=25
 
 demo: setup  ## SCENE=, SEED=, FAULT=KIND@WHEN, VIEWS=1
 	$(ENV) bash scripts/demo.sh

@@ -29,34 +29,14 @@ from report import LIBERO_SUITES, find_libero_root, print_table
 
 from mango.bddl.convert import scene_json, task_json
 from mango.bddl.parser import read_bddl
+from mango.bddl.scoring import score_oracle
 from mango.generation.backends import make_backend
 from mango.generation.engine import load_function_library
 from mango.generation.models import SceneTask, load_tasks
 from mango.generation.pipeline import GenerationConfig, make_pipeline
-from mango.generation.reliability import ExecutionReliabilityAssessor
 from mango.llm.backend import Refusal
-from mango.oracle.goal_order import goal_order_problems
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def judge(task: dict[str, Any], scene: SceneTask, oracle: dict[str, Any] | None,
-          approved: bool, refusal: str | None) -> tuple[bool, str]:
-    """(counts, cause of failure)."""
-    if refusal is not None:
-        return False, f"refused: {refusal}"
-    assert oracle is not None
-    if not oracle.get("plan"):
-        return False, "empty plan"
-    er = ExecutionReliabilityAssessor(scene).check(oracle)
-    if not er.ok:
-        return False, f"static check: {er.issues[0]}"
-    problems = goal_order_problems(oracle, task["goal_atoms"])
-    if problems:
-        return False, f"goal {problems[0].kind}: {problems[0].message}"
-    if not approved:
-        return False, "not approved"
-    return True, ""
 
 
 def main() -> None:
@@ -121,7 +101,7 @@ def main() -> None:
             except Refusal as exc:
                 refusal = str(exc)
             seconds = time.perf_counter() - t1
-            ok, cause = judge(task, scene, oracle, approved, refusal)
+            ok, cause = score_oracle(task["goal_atoms"], scene, oracle, approved, refusal)
             rows.append({"suite": suite, "file": f.name, "instruction": task["instruction"],
                          "ok": ok, "cause": cause, "seconds": seconds,
                          "goal_atoms": task["goal_atoms"]})

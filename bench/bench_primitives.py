@@ -55,8 +55,8 @@ def _plan_time(prims, phrase: str) -> float | None:
     import numpy as np
 
     from mango.errors import UnreachableError
+    from mango.primitives.grasps import GraspScene, grasp_options
     from mango.primitives.motion import to_chunks
-    from mango.primitives.planning import GraspScene, grasp_options
     from mango.sim.expert.arm import ExpertError
     from mango.sim.expert.motions import down_quat
 
@@ -68,7 +68,8 @@ def _plan_time(prims, phrase: str) -> float | None:
     world = ex.ports.measure().world
     t0 = time.perf_counter()
     try:
-        plan = grasp_options(det, GraspScene((), ex.known_fixtures(world), ex.area.base))[0]
+        plan = grasp_options(det, GraspScene((), ex.known_fixtures(world), ex.area.base,
+                                              prims.last_frame))[0]
     except ValueError:
         return None  # refused (wider than the hand): nothing to time
     arm = prims._arm(prims.width_cmd)

@@ -16,7 +16,11 @@ def _isolate_ros() -> None:
     # Fast DDS maps domain d to ports 7400 + 250 d; ids up to 232 are valid.
     if "MANGO_TEST_DOMAIN_ID" not in os.environ:
         os.environ["MANGO_TEST_DOMAIN_ID"] = str(random.SystemRandom().randint(1, 200))
-    os.environ["ROS_DOMAIN_ID"] = os.environ["MANGO_TEST_DOMAIN_ID"]
+    domain = int(os.environ["MANGO_TEST_DOMAIN_ID"])
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw<k>" under pytest-xdist
+    if worker.startswith("gw"):  # the workers inherit the controller's id: one domain each
+        domain = (domain - 1 + 101 * int(worker[2:])) % 200 + 1
+    os.environ["ROS_DOMAIN_ID"] = str(domain)
     os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(REPO / "config/dds/fastdds_local_shm.xml")
     os.environ.pop("ROS_AUTOMATIC_DISCOVERY_RANGE", None)
     os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
@@ -38,3 +42,31 @@ def repo() -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def _ros_log_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["ROS_LOG_DIR"] = str(tmp_path_factory.mktemp("ros_log"))
+
+
+# Tests that bring up ROS nodes, stacks or clusters run on a quiet machine (`make test` runs
+# them after the rest, which runs on every core): real-time sims, DDS discovery and control
+# deadlines are what a second busy process on two cores upsets.
+SERIAL_DIRS = {"ros", "bringup"}
+SERIAL_MARKS = ("spun_node", "rclpy.init", "create_node", "support.ros", "Processes(",
+                "mango.client", "mango.bringup", "mango bringup", "ros_runner", "import ray")
+
+
+def _serial(path: Path, seen: dict[Path, bool]) -> bool:
+    if path not in seen:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        tests = REPO / "test"
+        folders = set(path.relative_to(tests).parent.parts) if path.is_relative_to(tests) \
+            else set()
+        seen[path] = bool(SERIAL_DIRS & folders) or any(mark in text for mark in SERIAL_MARKS)
+    return seen[path]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    seen: dict[Path, bool] = {}
+    for item in items:
+        if item.get_closest_marker("serial") is None and _serial(Path(item.path), seen):
+            item.add_marker(pytest.mark.serial)
+    # modules with slow tests first, so that parallel workers do not end on one long tail
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)

@@ -121,7 +121,7 @@ def test_halt_stops_the_active_goal(rig: tuple[FakeSim, ArmController]) -> None:
     assert results["chunk"].message == "halted by the halt service"
     n = len(sim.commands)
     assert controller.halt() == (True, "no active goal; holding position")
-    assert len(sim.commands) == n + 1  # a hold at the measured position
+    assert len(sim.commands) == n  # the stop's hold stays the target (no re-targeting)
 
 
 def test_halt_without_a_joint_state_says_so() -> None:

@@ -68,6 +68,31 @@ def test_stop_holds_the_measured_position_with_the_reason() -> None:
     assert names == list(ROBOT.joint_names) and len(hold) == 7
 
 
+def test_a_held_target_is_kept_by_another_hold() -> None:
+    """A halt after a stop or after a finished trajectory keeps the target the arm holds (as
+    franka_ros2's trajectory controller does): re-targeting to the measured position would
+    step the arm by the servo's lag each time (a ROS run's wrist moved 5 mrad on the halt
+    that followed a cancel)."""
+    sim, backend = _rig()
+    run = GoalRun(None)
+    with sim.running_thread():
+        threading.Timer(0.1, run.halt, args=("cancelled",)).start()
+        backend.execute(_ramp(0.2, 2.0, sim.q.copy(), n=30), run, lambda *_: None)
+        n = len(sim.commands)
+        time.sleep(5 * PERIOD)
+        backend.hold()
+        assert len(sim.commands) == n  # the stop's hold stays the target
+        out = backend.execute(_ramp(0.05, 0.1, sim.q.copy()), GoalRun(None), lambda *_: None)
+        assert out.ok
+        n = len(sim.commands)
+        backend.hold()
+        assert len(sim.commands) == n  # so does a finished trajectory's last point
+    fresh_sim, fresh = _rig()
+    fresh_sim.publish()
+    fresh.hold()  # nothing held yet: the measured position becomes the target
+    assert fresh_sim.commands[-1][0] == list(ROBOT.joint_names)
+
+
 def test_stalled_joint_states_end_the_goal() -> None:
     sim, backend = _rig()
     with sim.running_thread():

@@ -51,3 +51,24 @@ def test_offline_planner_refuses_unknown_tasks():
 
     with pytest.raises(BackendError, match="does not know the task"):
         OfflinePlanner().complete(AgentCall("generator", "module9.dream", []), Feedback)
+
+
+def test_what_a_run_shares_comes_before_what_each_task_changes():
+    """Two module III prompts of one run (same libraries, other instruction and scene) share
+    everything up to the per-task inputs, so a llama.cpp server evaluates only those again
+    (its prompt cache keeps the longest common prefix)."""
+    libs = {"functions": {"in": {"arguments": ["a", "b"]}},
+            "atomic_library": [{"id": "pick_up", "parameters": ["obj_id"]}],
+            "atomic_oracle_library": [{"task_id": "pick_up", "oracle": "grasped(obj_id)"}]}
+    first = build_messages("module3.generate", {
+        **libs, "instruction": "put the cup in the bowl",
+        "scene": {"id": "a", "objects": ["cup_1"]}}, OracleCandidate)
+    second = build_messages("module3.generate", {
+        **libs, "instruction": "open the drawer", "scene": {"id": "b", "objects": ["drawer_1"]}},
+        OracleCandidate)
+    assert first[0] == second[0]
+    a, b = first[1]["content"], second[1]["content"]
+    shared = next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
+    for text in ("pick_up", "grasped(obj_id)", '"in"'):
+        assert a.index(text) < shared  # every library is inside the common prefix
+    assert a.index("put the cup in the bowl") >= shared

@@ -9,8 +9,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
-from support.chat_server import ChatServer, Reply
+from support.chat_server import ChatServer, Reply, message_parts
 
 from mango.llm.openai_compat import OpenAICompatBackend, OpenAICompatConfig
 from mango.orchestrator.config import OrchestratorConfig
@@ -40,12 +41,13 @@ def _backend(server: ChatServer, repairs: int = 0) -> OpenAICompatBackend:
 
 
 def _run(roles: MotorRoles | None = None, fault: str | None = None, horizon: float | None = None,
-         settings: MotorSettings | None = None) -> tuple[Any, EpisodeRecord]:
+         settings: MotorSettings | None = None, scene: str = SCENE,
+         instruction: str | None = None) -> tuple[Any, EpisodeRecord]:
     rec = EpisodeRecord()
-    out = run_motor_task(as_scene(SCENE), 0, OrchestratorConfig(mode="motor", monitor="oracle",
+    out = run_motor_task(as_scene(scene), 0, OrchestratorConfig(mode="motor", monitor="oracle",
                                                                 horizon_s=horizon),
-                         parse_fault(fault) if fault else None, record=rec, roles=roles,
-                         settings=settings)
+                         parse_fault(fault) if fault else None, instruction=instruction,
+                         record=rec, roles=roles, settings=settings)
     return out, rec
 
 
@@ -55,7 +57,7 @@ def _lines(rec: EpisodeRecord, kind: str, **match: Any) -> list[dict[str, Any]]:
 
 
 def _prompt(body: dict[str, Any]) -> str:
-    return "\n".join(m["content"] for m in body["messages"] if isinstance(m["content"], str))
+    return "\n".join(message_parts(m)[0] for m in body["messages"])
 
 
 def test_motor_completes_the_task_and_recovers_a_drop(server: ChatServer) -> None:
@@ -87,6 +89,53 @@ def test_motor_completes_the_task_and_recovers_a_drop(server: ChatServer) -> Non
     assert [s["outcome"] for s in out.subgoals] == ["completed", "completed"]
     assert out.success and out.verdict["verdict"] == "pass"
     assert out.world["recovered"] >= 1 and out.world["unrecovered"] == 0
+
+
+def _rules(out: Any) -> list[str]:
+    return [d["rule"] for d in out.decisions if d["role"] == "executor"]
+
+
+def _completed(rec: EpisodeRecord, step: str) -> bool:
+    return any(ln["kind"] == "completed" and ln["detail"] == f"oracle step {step}"
+               for ln in _lines(rec, "signal"))
+
+
+def test_motor_turns_a_knob_on() -> None:
+    """The stove's knob, gripped from above and turned about z past its threshold: the oracle
+    monitor completes the step (its device on) and the verifier takes its word."""
+    out, rec = _run(scene="libero10_stove_moka", instruction="turn on the stove")
+    rules = _rules(out)
+    assert "executor.go_over_knob" in rules and "executor.grip_turn_knob" in rules
+    assert _completed(rec, "1") and out.success
+    assert out.states[-1].devices["flat_stove_1"].on
+    assert not _lines(rec, "alert", level="stop")
+
+
+def test_motor_puts_the_bowl_in_the_drawer_and_pushes_it_shut() -> None:
+    """The release over the drawer's exposed part (not the cabinet's middle, under its top),
+    then closed fingers pushed along the drawer's closing axis: the scene's whole task passes
+    the fine-grained oracle."""
+    out, rec = _run(scene="libero10_bowl_drawer")
+    rules = _rules(out)
+    assert "executor.push_drawer_closed" in rules
+    assert _completed(rec, "1") and _completed(rec, "2")
+    assert out.success and out.verdict["verdict"] == "pass"
+    assert out.states[-1].joints["white_cabinet_1_bottom_region"].openness <= 0.05
+
+
+def test_motor_slides_the_mug_into_the_microwave_and_sweeps_its_door_shut() -> None:
+    """A side grasp along the microwave's opening (its top is closed), the mug slid in and
+    let go, the hand turned down again, then the door swept shut in short arcs from its
+    measured angle: the scene's whole task passes the fine-grained oracle."""
+    out, rec = _run(scene="libero10_mug_microwave")
+    rules = _rules(out)
+    for rule in ("executor.tilt_hand_level", "executor.slide_close_lift",
+                 "executor.slide_in_release", "executor.hand_down",
+                 "executor.sweep_door_closed"):
+        assert rule in rules, rule
+    assert rules.count("executor.sweep_door_closed") >= 5  # short arcs, each from a fresh look
+    assert _completed(rec, "1") and _completed(rec, "2")
+    assert out.success and out.verdict["verdict"] == "pass"
 
 
 def test_schema_and_conversion_errors_go_back_to_the_proposer(server: ChatServer) -> None:
@@ -170,6 +219,95 @@ def test_memory_never_blocks_the_next_attempt(server: ChatServer) -> None:
     asked = [r for r in server.requests if "You are the Executor" in _prompt(r.body)]
     prompt = _prompt(asked[on_a[0]["attempt"] - 1].body)  # one request per attempt here
     assert "note A" in prompt and "note B" not in prompt
+
+
+def test_the_model_roles_are_shown_before_and_now(server: ChatServer) -> None:
+    """The executor sees the subgoal's start (BEFORE, once something moved) and NOW, the
+    verifier the batch's start and its end, the monitor the attempt's start and the camera
+    at the images' rate: PNG (or JPEG) data URLs of the configured size, as the `vlm`
+    decider's."""
+    # the hand starts above the front camera's view: the batch brings it into the picture
+    down = json.dumps({"assessment": "lower", "done": False, "expect": "the hand in view",
+                       "confidence": 0.5,
+                       "actions": [{"kind": "move", "direction": "forward", "mm": 150},
+                                   {"kind": "move", "direction": "down", "mm": 120}]})
+
+    def answer(body: dict[str, Any]) -> Reply:
+        text = _prompt(body)
+        if "You are the Executor" in text:
+            return Reply(content=down)
+        if "You are the Monitor" in text:
+            return Reply(content=json.dumps({"alerts": []}))
+        return Reply(content=json.dumps({"outcome": "progress", "reason": "it moved"}))
+
+    server.default = answer
+    backend = _backend(server)
+    size = (160, 120)
+    roles = MotorRoles(executor=VlmExecutor(backend, size), verifier=VlmVerifier(backend, size),
+                       monitor=VlmMonitor(backend, size, "jpeg"))
+    rec = EpisodeRecord()
+    run_motor_task(as_scene(SCENE), 0, OrchestratorConfig(
+        mode="motor", monitor="oracle", horizon_s=4.0, vlm_monitor_hz=2.0), record=rec,
+        roles=roles, settings=MotorSettings(verifier_timeout_s=10.0))
+    seen: dict[str, list[list[tuple[str, Any]]]] = {"Executor": [], "Verifier": [],
+                                                    "Monitor": []}
+    for r in server.requests:
+        text, images = message_parts(r.body["messages"][-1])
+        role = next(k for k in seen if f"You are the {k}" in text)
+        assert ("Camera images follow" in text) == bool(images)
+        assert all(img.shape == (size[1], size[0], 3) for _, img in images)
+        urls = [p["image_url"]["url"] for p in r.body["messages"][-1]["content"]
+                if p["type"] == "image_url"] if images else []
+        fmt = "data:image/jpeg" if role == "Monitor" else "data:image/png"
+        assert all(u.startswith(fmt) for u in urls)
+        if images:
+            seen[role].append(images)
+    ex, ver, mon = seen["Executor"], seen["Verifier"], seen["Monitor"]
+    assert len(ex) >= 2 and len(ver) >= 1 and mon
+
+    def moved(a: Any, b: Any) -> bool:
+        """The arm shows elsewhere: pixels that changed a lot (not a codec's noise)."""
+        return int((np.abs(a.astype(int) - b.astype(int)).max(axis=2) > 60).sum()) > 15
+
+    # the subgoal's start: NOW only; then BEFORE is that image, NOW shows the arm moved
+    assert [label for label, _ in ex[0]] == ["NOW"]
+    assert [label for label, _ in ex[1]] == ["BEFORE", "NOW"]
+    assert not moved(ex[1][0][1], ex[0][0][1]) and moved(ex[1][1][1], ex[0][0][1])
+    # the verifier: the batch's start (the executor's NOW) and its end
+    assert [label for label, _ in ver[0]] == ["BEFORE", "NOW"]
+    assert not moved(ver[0][0][1], ex[0][0][1]) and moved(ver[0][1][1], ver[0][0][1])
+    # the monitor: the attempt's start, and the camera while the batch runs
+    assert all([label for label, _ in m] in (["NOW"], ["BEFORE", "NOW"]) for m in mon)
+    assert any(len(m) == 2 and moved(m[1][1], m[0][1]) for m in mon)
+
+
+def test_the_vlm_decider_puts_the_model_in_every_motor_role(server: ChatServer) -> None:
+    """`--mode motor --decider vlm` is the model in the roles, not the rules under its name:
+    the executor, monitor and verifier are asked (with the camera), and the record names the
+    model as the one that proposed and judged."""
+    def answer(body: dict[str, Any]) -> Reply:
+        text = _prompt(body)
+        if "You are the Executor" in text:
+            return Reply(content=WAIT)
+        if "You are the Monitor" in text:
+            return Reply(content=json.dumps({"alerts": []}))
+        if "You are the Verifier" in text:
+            return Reply(content=json.dumps({"outcome": "progress", "reason": "waiting"}))
+        return Reply(content=json.dumps({"note": "nothing happened yet"}))
+
+    server.default = answer
+    rec = EpisodeRecord()
+    run_motor_task(as_scene(SCENE), 0, OrchestratorConfig(
+        mode="motor", monitor="oracle", decider="vlm", model="test-model", horizon_s=2.0,
+        image_size=(160, 120), backend_opts=(("base_url", server.url), ("api_key_env", ""),
+                                             ("max_retries", "0"))),
+        record=rec, settings=MotorSettings(verifier_timeout_s=10.0))
+    roles = {next(k for k in ("Executor", "Monitor", "Verifier", "memory")
+                  if k in _prompt(r.body)) for r in server.requests}
+    assert {"Executor", "Monitor", "Verifier"} <= roles
+    proposals = _lines(rec, "decision", role="executor")
+    assert proposals and all(d["decider"] == "vlm" and d.get("rule") is None
+                             for d in proposals)
 
 
 def test_actions_convert_to_motion_commands_or_name_the_field() -> None:

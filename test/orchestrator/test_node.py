@@ -47,6 +47,7 @@ NODES = ("sim_node", "franka_control_node", "vla_node", "perception_node", "prim
          "orchestrator_node", "bag_recorder")
 TOPICS = ("/orchestrator_node/decisions", "/orchestrator_node/events")
 HELD_STILL = 0.05  # rad/s: joint speed below this over 0.1 s of sim time is "held"
+HELD_DRIFT = 0.02  # rad: a held joint stays this close to where it came to rest
 
 
 @dataclass
@@ -71,7 +72,7 @@ class Rig:
                 if r >= self.since and t0 - window <= t <= t1]
         out, j = 0.0, 0
         for q, t in rows:
-            while rows[j + 1][1] <= t - window:
+            while j + 1 < len(rows) and rows[j + 1][1] <= t - window:
                 j += 1
             if t >= t0 and t - rows[j][1] >= window:
                 out = max(out, float(np.abs(q - rows[j][0]).max() / (t - rows[j][1])))
@@ -86,6 +87,11 @@ class Rig:
             if stamps[-1] >= t + hold and self.speed(t, t + hold, window) < HELD_STILL:
                 return t
         return None
+
+    def drift(self, t0: float) -> float:
+        """The farthest any joint gets (rad) after sim time `t0` from where it was then."""
+        rows = [(q, t) for r, q, t in self.joints if r >= self.since and t >= t0]
+        return max(float(np.abs(q - rows[0][0]).max()) for q, _ in rows)
 
     def record(self) -> list[dict[str, Any]]:
         """The latest goal's episode record."""
@@ -160,6 +166,11 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         try:
             assert rig.task.wait_for_server(timeout_sec=90), logs
             wait_for(lambda: rig.joints and rig.world, 60, "joint and world states")
+            # the recorder subscribes to what it discovers (DDS discovery is slow on a busy
+            # machine): a decision published before that would never be in the bag
+            wait_for(lambda: all(any(f"recording {ns}{t} " in ln for who, lines in logs.items()
+                                     if who.endswith("bag_recorder") for ln in lines)
+                                 for t in TOPICS), 60, "the recorder subscribed")
             yield rig
         finally:
             for who, lines in logs.items():
@@ -288,4 +299,6 @@ def test_a_cancel_mid_run_cancels_the_tool_and_holds_the_arm(rig: Rig) -> None:
     profile = [round(rig.speed(t_cancel + k * 0.1, t_cancel + k * 0.1 + 0.1), 3)
                for k in range(20)]
     assert halted is not None and halted - t_cancel < 1.0, (profile, rig.timeline())
-    assert rig.speed(halted, rig.joints[-1][2]) < HELD_STILL  # and it stays held
+    # and it stays held: what is left is the servo settling on the hold target (the wrist
+    # crept 9 mrad and back at 0.06 rad/s once, the arm loaded), never a motion resuming
+    assert rig.drift(halted) < HELD_DRIFT, (profile, rig.timeline())

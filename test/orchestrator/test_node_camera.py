@@ -19,7 +19,8 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image
 
 from mango.errors import InputError
-from mango.nodes.orchestrator_node import OrchestratorNode, RosPort
+from mango.nodes.orchestrator_node import OrchestratorNode
+from mango.nodes.orchestrator_port import RosPort
 from mango.ros.images import numpy_to_image
 
 
@@ -41,7 +42,7 @@ def test_the_camera_image_a_model_sees() -> None:
         bgr[..., 0] = 200  # blue
         bgr[0, 0] = (0, 0, 255)  # one red pixel, top left
         deadline = time.monotonic() + 10
-        while node._image is None and time.monotonic() < deadline:
+        while node.image is None and time.monotonic() < deadline:
             pub.publish(numpy_to_image(bgr, "bgr8"))
             time.sleep(0.05)
         rgb = port.camera_image()

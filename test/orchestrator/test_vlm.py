@@ -11,7 +11,6 @@ src/openai/types/chat/chat_completion_content_part_image_param.py.
 
 from __future__ import annotations
 
-import base64
 import itertools
 import json
 import re
@@ -20,10 +19,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 import pytest
-from support.chat_server import ChatServer, Reply
+from support.chat_server import ChatServer, Reply, decode_data_url
 
 from mango.orchestrator.config import MODES, OrchestratorConfig
 from mango.orchestrator.loop import Orchestrator, TaskOutcome
@@ -33,16 +31,6 @@ from mango.sim.env import SimEnv, as_scene
 from mango.sim.faults import parse_fault
 
 _BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
-
-
-def decode_data_url(url: str) -> np.ndarray:
-    m = re.fullmatch(r"data:image/(png|jpeg);base64,(.+)", url)
-    assert m, url[:40]
-    raw = base64.b64decode(m.group(2), validate=True)
-    assert raw[:4] == b"\x89PNG" if m.group(1) == "png" else raw[:2] == b"\xff\xd8"
-    img = cv2.imdecode(np.frombuffer(raw, np.uint8), cv2.IMREAD_COLOR)
-    assert img is not None
-    return img
 
 
 class ScriptedModel:

@@ -35,3 +35,13 @@ def test_a_restarted_clock_drops_the_captures_from_before_it() -> None:
     assert a.latest(("depth",)) is None  # the old depth is gone, the new one not yet here
     a.add("depth", 0.1, "new-depth")
     assert a.latest(("depth",)) == (0.1, {"rgb": "new", "depth": "new-depth"})
+
+
+def test_the_capture_a_detection_was_made_on_is_found_by_its_stamp() -> None:
+    """A detection names its image by stamp (to the nanosecond in a message): its mask goes
+    with that capture's depth, not with a newer one's."""
+    a = FrameAssembler(keep=3)
+    for t in (1.1, 1.2, 1.3):
+        a.add("depth", t, f"d{t}")
+    assert a.latest(("depth",), 1.2 + 4e-10) == (1.2, {"depth": "d1.2"})
+    assert a.latest(("depth",), 1.0) is None  # dropped already (or never taken)

@@ -3,6 +3,8 @@ read with the generator's parser; what it cannot ground is refused with the reas
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,8 @@ from mango.policy.instructions import UngroundedInstruction, expert_subgoal
 from mango.policy.presets import Observation
 from mango.sim.env import SimEnv, as_scene
 from mango.sim.expert.policy import ExpertPolicy
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "bddl"
 
 
 @pytest.mark.parametrize(("scene", "text", "steps"), [
@@ -30,6 +34,22 @@ def test_a_subgoal_maps_onto_the_scene_expert_steps(scene: str, text: str,
                                                    steps: tuple[int, ...]) -> None:
     sub = expert_subgoal(as_scene(scene), text)
     assert sub.steps == steps
+
+
+def test_opening_a_drawer_and_pushing_map_onto_their_steps() -> None:
+    """A BDDL scene's `open` and `push` steps (libero_goal's "open the top drawer ...",
+    "push the plate to the front of the stove") are subgoals the expert takes like the others:
+    by the part's name, by the part alone when one drawer moves, and by the push's place."""
+    from mango.bddl.parser import read_bddl
+    from mango.bddl.scene import sim_scene
+
+    sc = sim_scene(read_bddl(DATA / "kitchen_drawer_and_plate.bddl"), "dp").scene
+    assert [s.skill for s in sc.expert] == ["open", "pick_place", "push"]
+    assert expert_subgoal(sc, "open the top drawer of the wooden cabinet").steps == (0,)
+    assert expert_subgoal(sc, "open the drawer").steps == (0,)
+    assert expert_subgoal(sc, "push the plate to the front of the table").steps == (2,)
+    with pytest.raises(UngroundedInstruction, match="pushes plate_1 only on kitchen_table_front"):
+        expert_subgoal(sc, "push the plate onto the wooden cabinet")
 
 
 def test_the_scene_instruction_is_the_whole_plan_for_every_scene() -> None:
@@ -111,6 +131,8 @@ def test_an_object_already_in_the_hand_is_placed_without_a_new_grasp() -> None:
     # the lift has begun; a new instruction takes over with the sauce in the hand
     state = env.step_chunk(policy.act(state, env.joint_positions()))
     assert state.fact("grasped(tomato_sauce_1)")
+    assert state.gripper is not None and state.gripper.width is not None
+    measured = state.gripper.width  # the sauce's width, where the closed fingers stopped
     policy.reset([1], new_episode=False)
     widths = []
     while not policy.done and state.t < 40:
@@ -122,3 +144,7 @@ def test_an_object_already_in_the_hand_is_placed_without_a_new_grasp() -> None:
     first_open = next(i for i, w in enumerate(widths) if w > 0.06)
     assert all(w < 0.06 for w in widths[:first_open])
     assert first_open > 5
+    # and until it lets go it keeps squeezing: commanding the measured width to the
+    # position-servoed fingers would leave no grip force (the sauce slid out of a ROS run)
+    loosened = next(i for i, w in enumerate(widths) if w >= measured - 0.01)
+    assert loosened >= first_open - 2  # the release's 0.5 s ramp: at most two chunks

@@ -30,6 +30,10 @@ from mango.policy.kinematics import make_kinematics
 from mango.policy.openpi import OpenPIBackend, OpenPIClient
 from mango.policy.presets import get_preset
 
+# `mango policy run` brings up the ROS stack (a real-time sim): alone on the machine, like the
+# other stack tests (test/conftest.py); under a second worker the arm lagged its chunks
+pytestmark = pytest.mark.serial
+
 REPO = Path(__file__).resolve().parents[2]
 OPENPI_PYTHON = REPO / ".venv-openpi" / "bin" / "python"
 STANDIN = Path(__file__).with_name("openpi_standin_policy.py")

@@ -8,7 +8,8 @@ perception after the release; the sim's world state as the truth); a cancel mid-
 holds the arm (the controller's last command within one control period, measured joint speed
 ~0 after, the position held); a phrase that matches nothing and an unreachable target are
 rejected with the reason; an object slid away through the sim (`~/set_entity_pose`) between
-Detect and close is a failed grasp (closed on air, measured).
+Detect and close is a failed grasp (closed on air, measured); the mug put in the microwave
+through Place (regrasped from the side, its handle turned to lead, judged on the physics).
 Every scene's movable objects are grasped and placed on the same executor with the embedded
 sim's ports (`test_scenes.py`); here a representative subset goes through ROS.
 """
@@ -27,6 +28,7 @@ import numpy as np
 import pytest
 from action_msgs.msg import GoalStatus, GoalStatusArray
 from geometry_msgs.msg import Point, Pose, Quaternion
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from support.ros import Processes, call_service, wait_for
@@ -34,6 +36,7 @@ from support.ros import Processes, call_service, wait_for
 from mango.client.session import StackSession, spun_node
 from mango.control import load_robot
 from mango.nodes.actions import ActionClient
+from mango.oracle.predicates import StateView, Thresholds, p_in
 from mango.primitives import plan_grasp
 from mango.ros.detection_msg import detection_from_msg
 from mango.ros.world_state_msg import msg_to_state
@@ -59,6 +62,7 @@ class Rig:
     joints: list[tuple[float, np.ndarray, float]] = field(default_factory=list)
     # joint_command: (receipt time, stamp on the sim's clock, which restarts on a reset)
     commands: list[tuple[float, float]] = field(default_factory=list)
+    target: np.ndarray | None = None  # the arm joints of the newest joint command
     # execute_chunk's goal statuses as received: (receipt time, statuses of its goals)
     chunk_status: list[tuple[float, set[int]]] = field(default_factory=list)
 
@@ -83,6 +87,24 @@ class Rig:
             if t - rows[j][1] >= window:
                 out = max(out, float(np.abs(q - rows[j][0]).max() / (t - rows[j][1])))
         return out
+
+    def recent_speed(self, span: float) -> float | None:
+        """`speed` over the last `span` s of sim time; None before that much has come. On sim
+        time, not on arrival: the few messages a loaded machine delivers in a short wall
+        window cover less than `speed`'s window, which would read as rest (CI)."""
+        if not self.joints:
+            return None
+        k, t_end = len(self.joints) - 1, self.joints[-1][2]
+        # back through this episode only: sim time starts again at a reset
+        while k > 0 and t_end - span <= self.joints[k - 1][2] <= self.joints[k][2]:
+            k -= 1
+        r, _, t = self.joints[k]
+        return self.speed(r) if t_end - t >= span - 0.02 else None
+
+    def resting(self, span: float) -> bool:
+        """Still (under 1 mrad/s) over the last `span` s of sim time."""
+        speed = self.recent_speed(span)
+        return speed is not None and speed < 0.001
 
     def reset(self, scene: str, seed: int) -> None:
         r = call_service(self.node, ResetScene, f"{self.ns}/sim_node/reset",
@@ -149,14 +171,23 @@ def rig() -> Iterator[Rig]:
 
         node.create_subscription(JointState, f"{ns}/joint_states", on_joints, 50)
         node.create_subscription(WorldState, f"{ns}/world_state", rig.world.append, 10)
+        # the status and the commands in callback groups of their own: the times taken are
+        # when each arrived, not when the executor got round to it behind the joint and world
+        # states (a quiet run took the last command 1.8 s after the cancel that way)
         node.create_subscription(GoalStatusArray, f"{ns}/execute_chunk/_action/status",
                                  lambda m: rig.chunk_status.append(
-                                     (time.monotonic(), {s.status for s in m.status_list})), 10)
+                                     (time.monotonic(), {s.status for s in m.status_list})), 10,
+                                 callback_group=MutuallyExclusiveCallbackGroup())
         # keep-last 1: the times taken are when each command arrived, not when a backlog of
         # 100 Hz commands is worked through (CI once took the last one 1.75 s after the
         # cancel); the newest is never dropped, so "a command after T" stays exact
-        node.create_subscription(JointState, f"{ns}/joint_command", lambda m: rig.commands.append(
-            (time.monotonic(), m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)), 1)
+        def on_command(m: JointState) -> None:
+            rig.commands.append((time.monotonic(), m.header.stamp.sec + m.header.stamp.nanosec
+                                 * 1e-9))
+            rig.target = np.asarray(m.position)[[list(m.name).index(j) for j in JOINTS]]
+
+        node.create_subscription(JointState, f"{ns}/joint_command", on_command, 1,
+                                 callback_group=MutuallyExclusiveCallbackGroup())
         try:
             for client in (rig.grasp, rig.place):
                 assert client.wait_for_server(timeout_sec=90), logs
@@ -168,7 +199,6 @@ def rig() -> Iterator[Rig]:
         finally:
             for who, lines in logs.items():
                 assert not [ln for ln in lines if "Traceback" in ln], (who, lines[-40:])
-
 
 
 def test_grasp_then_place_in_a_container_through_the_actions(rig: Rig) -> None:
@@ -228,6 +258,50 @@ def test_after_a_scene_reset_grasp_then_place_on_a_plate(rig: Rig) -> None:
     assert st.fact(f"on(porcelain_mug_1,{p.destination_id})") in (True, None)
     mug, plate = st.objects["porcelain_mug_1"].position, st.objects[p.destination_id].position
     assert np.hypot(mug[0] - plate[0], mug[1] - plate[1]) < 0.05
+
+
+def _seen_where_it_is(rig: Rig, phrase: str, entity: str) -> None:
+    """Wait until perception shows the object where the physics has it: right after a scene
+    change a capture of the scene before (stamped on a clock that restarted) can still be
+    the newest the perception node holds (the plate test, run first on a fresh stack, got
+    the previous scene's tomato sauce for "the white mug", stamped t=0.54 s, with main's
+    code as well), which is not what this test is about."""
+    def seen() -> bool:
+        r = call_service(rig.node, Detect, f"{rig.ns}/perception_node/detect",
+                         Detect.Request(phrases=[phrase]), timeout=30)
+        at = rig.state().objects[entity].position
+        return bool(r.success and r.detections) and math.dist(
+            detection_from_msg(r.detections[0]).centroid[:2], at[:2]) < 0.03
+
+    wait_for(seen, 30, f"{phrase} seen where it is")
+
+
+def test_a_mug_goes_into_the_microwave_through_place_regrasped_from_the_side(rig: Rig) -> None:
+    """The Grasp goal is not told where the mug goes: the node takes it from the top, across
+    its body (its handle seen in the depth of the capture it was detected on). "in the
+    microwave" is a horizontal insertion: Place puts the mug back turned so its handle
+    leads, grasps it again from the side and slides it in. Judged on the physics: in the
+    heating region, let go, and held across the body (never opened to body + handle, ~7.5
+    cm) at every state the sim had it grasped."""
+    mug = "white_yellow_mug_1"
+    rig.reset("libero10_mug_microwave", 0)
+    _seen_where_it_is(rig, "the yellow and white mug", mug)
+    g = _run(rig.grasp, Grasp.Goal(target="the yellow and white mug"))
+    assert g.status == Grasp.Result.STATUS_SUCCEEDED and g.entity_id == mug, g.message
+    assert "round body" in g.message and "protrusion toward" in g.message  # the handle, seen
+    first = len(rig.world)
+    p = _run(rig.place, Place.Goal(destination="in the microwave",
+                                   object_hint="the yellow and white mug"), timeout=240)
+    assert p.message.startswith("regrasped from the side") and "turned" in p.message, p.message
+    assert p.status in (Place.Result.STATUS_SUCCEEDED, Place.Result.STATUS_FAILED)
+    assert p.destination_id == "microwave_1"
+    st = rig.state()
+    assert p_in(StateView(st, Thresholds()), mug, "microwave_1_heating_region"), \
+        st.objects[mug].position
+    assert st.fact(f"grasped({mug})") is False
+    held = [s.gripper.width for s in map(msg_to_state, rig.world[first:])
+            if s.fact(f"grasped({mug})") and s.gripper is not None and s.gripper.width]
+    assert len(held) > 100 and max(held) < 0.064, (min(held), max(held))
 
 
 def test_a_phrase_matching_nothing_and_a_bad_destination_are_rejected(rig: Rig) -> None:
@@ -291,14 +365,14 @@ def test_a_cancel_mid_approach_holds_the_arm(rig: Rig) -> None:
     rig.reset(SCENE, 0)
     # the cream cheese: 27 cm across the table from the ready pose, so the approach is chunks
     gh, res = _start_until(rig.grasp, Grasp.Goal(target="the cream cheese box"), "approach", 0.1)
-    moving = rig.speed(time.monotonic() - 0.5)
+    moving = rig.recent_speed(0.3)
     since = time.monotonic()
     gh.cancel_goal_async()
     wait_for(res.done, 10, "the cancelled grasp's result")
     g = res.result().result
     assert g.status == Grasp.Result.STATUS_CANCELLED and "holds position" in g.message, g.message
     assert "approach" in g.message and not g.held
-    assert moving > 0.02  # it was moving when cancelled
+    assert moving is not None and moving > 0.02  # it was moving when cancelled
     time.sleep(0.3)  # commands in flight arrive
     canceling = [r for r, states in rig.chunk_status if r > since and CANCELING in states]
     last = max((r for r, _ in rig.commands if r > since), default=None)
@@ -306,14 +380,19 @@ def test_a_cancel_mid_approach_holds_the_arm(rig: Rig) -> None:
         assert last is not None and last - canceling[0] <= 1.0 / CONTROL_RATE + 0.1
     else:  # the cancel came between two chunks: the next one was never sent
         assert last is None or last - since <= 0.1
-    # at rest (the sim's position actuators settle on the hold) where the cancel found it
-    # (they converge on it exponentially, from the speed at the cancel: under 1 mrad/s
-    # within a few seconds)
-    wait_for(lambda: rig.speed(time.monotonic() - 0.3) < 0.001, 5.0, "the arm at rest")
+    # at rest (the sim's position actuators settle on the hold) on the last command, which
+    # came within a control period of the cancel: they converge on it exponentially, under
+    # 1 mrad/s within a few seconds, to within their sag (0.3-0.8 mrad measured). With room
+    # for a loaded machine, where the sim_node works through the joint commands queued before
+    # the cancel late and its physics loop stalls (seen here under three busy loops: the arm
+    # still for a second of sim time, then 34 mrad on to the newest command).
+    assert rig.target is not None
+    wait_for(lambda: rig.resting(span=0.5)
+             and np.abs(rig.joints[-1][1] - rig.target).max() < 0.003, 30.0,
+             "the arm at rest on the last command")
     start = rig.joints[-1]
-    time.sleep(1.0)
+    wait_for(lambda: rig.joints[-1][2] - start[2] >= 0.5, 10.0, "half a second of sim time")
     end = rig.joints[-1]
-    assert rig.speed(start[0]) < 0.001  # rad/s, measured
     assert np.abs(end[1] - start[1]).max() < 1e-3  # rad: the position held
     # stopped on the way: the hand short of the grasp point, open (the close never ran)
     hand = g.final_hand_pose.position

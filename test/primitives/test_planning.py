@@ -12,25 +12,27 @@ import pytest
 
 from mango.errors import InputError
 from mango.perception.base import CameraPose, Detection, Intrinsics, RGBDFrame
+from mango.primitives.grasps import (
+    PRE_GRASP,
+    PRE_SIDE,
+    GraspScene,
+    choose_grasp,
+    grasp_options,
+    overhead_blockers,
+    plan_grasp,
+)
 from mango.primitives.planning import (
     GRIPPER_OPEN,
     HAND_HALF_SPAN,
-    PRE_GRASP,
-    PRE_SIDE,
     RELEASE_CLEARANCE,
-    GraspScene,
     KnownFixture,
     TableArea,
-    choose_grasp,
     container_target,
     drawer_q_from_box,
     empty_space_target,
     fixture_release,
     footprint_extents,
-    grasp_options,
-    overhead_blockers,
     parse_destination,
-    plan_grasp,
     surface_target,
 )
 

@@ -2,10 +2,13 @@
 outcomes are measured (gripper width, finger contacts, `in`/`on` after the release), and a
 phrase that matches nothing, an unreachable target and a grasp whose object moved away after
 detection each end with their reason. Side grasps: for the insertion into LIBERO-10 task 9's
-microwave, and out from under its roof."""
+microwave (the mug held across its body, its handle out of the fingers' way: turned to lead
+when it crosses the insertion, or grasped from the side opposite it), and out from under its
+roof; a mug wider than the hand carried by its handle."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import mujoco
@@ -13,6 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
+from mango.geometry import quat_to_mat, quat_yaw
 from mango.oracle.predicates import StateView, Thresholds, p_in
 from mango.perception.base import DetectResult, PerceptionConfig, RGBDFrame
 from mango.perception.registry import make_backend
@@ -124,24 +128,116 @@ def test_a_grasp_whose_object_moved_away_is_reported_failed() -> None:
         assert prims.held is None
 
 
-def test_a_side_grasp_prepares_the_insertion_into_the_microwave() -> None:
-    env, prims = _prims("libero10_mug_microwave", 0)
+def _mug_scene(tmp_path: Path, yaw: float) -> Path:
+    """LIBERO-10 task 9 with the yellow and white mug turned `yaw` degrees (its handle, +x
+    in its own frame, then points that way), where the scene file puts it."""
+    spec = yaml.safe_load((ROOT / "config/scenes/libero10_mug_microwave.yaml").read_text())
+    spec["oracle"] = None
+    for e in spec["entities"]:
+        if e["id"] == "white_yellow_mug_1":
+            e["yaw"], e["jitter"], e["yaw_jitter"] = yaw, [0.0, 0.0], 0
+    path = tmp_path / f"mug_yaw_{yaw:g}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def _held_widths(env: SimEnv, mug: str) -> tuple[list[float], list[float]]:
+    """A trace callback and what it records: the gripper width at every control step the
+    sim has the mug grasped (both fingers on it)."""
+    widths: list[float] = []
+
+    def on_state(state) -> None:
+        if state.fact(f"grasped({mug})"):
+            widths.append(env.gripper_width())
+
+    return on_state, widths
+
+
+def _handle_yaw(env: SimEnv, mug: str) -> float:
+    """Where the mug's handle points (its body's +x), degrees: the physics' truth."""
+    return math.degrees(quat_yaw(env.world_state().objects[mug].orientation))
+
+
+def test_a_mug_whose_handle_crosses_the_insertion_is_turned_and_held_across_its_body() -> None:
+    """Seed 0: the handle points along +x (-18 deg), across the insertion's axis (-y): a side
+    grasp along it would close on body and handle. Taken from the top across the body (the
+    handle seen in the detection's depth points), put down turned so the handle leads, taken
+    again from the side, slid in; held across the body's 6.5 cm throughout (across body and
+    handle the fingers stop at ~7.5 cm)."""
+    env = SimEnv("libero10_mug_microwave", 0, cameras=("front", "wrist"), image_size=(640, 480))
+    on_state, widths = _held_widths(env, "white_yellow_mug_1")
+    prims = SimPrimitives(env, make_backend(PerceptionConfig(backend="sim", scene=env.scene)),
+                          on_state=on_state)
     req = parse_destination("in the microwave")
     with env:
         g = prims.grasp("the yellow and white mug", req)
-        assert g.status == "succeeded" and g.approach == "side", g.message
-        assert "horizontal insertion" in g.message  # the choice is explained
-        # measured: both pads on the mug, fingers apart, the sim's grasped(x)
-        assert g.finger_contacts == ["white_yellow_mug_1"] and 0.01 < g.width < 0.08
-        assert env.world_state().fact("grasped(white_yellow_mug_1)") is True
-        hand_axis = mujoco_hand_axis(env)
-        assert abs(hand_axis[2]) < 0.1  # the hand is horizontal
+        assert g.status == "succeeded" and g.approach == "top", g.message
+        assert "to be turned" in g.message and "protrusion" in g.message  # explained
+        assert g.body is not None and g.body.handle is not None
+        handle = math.degrees(math.atan2(g.body.handle[1], g.body.handle[0]))
+        assert abs(handle - _handle_yaw(env, "white_yellow_mug_1")) < 8  # seen where it is
         p = prims.place(req, "the yellow and white mug")
+        assert p.message.startswith("regrasped from the side") and "turned" in p.message, \
+            p.message
         st = env.world_state()
         assert p.satisfied_truth is True, p.message
         assert _inside(st, "white_yellow_mug_1", "microwave_1_heating_region")
         assert st.fact("grasped(white_yellow_mug_1)") is False
+        # the handle went in first: it points into the microwave (-y, -90 deg)
+        assert abs(_handle_yaw(env, "white_yellow_mug_1") + 90) < 30
+    assert len(widths) > 100 and max(widths) < 0.064, (min(widths), max(widths))
+
+
+def test_a_mug_whose_handle_leads_the_insertion_is_grasped_from_the_side(
+        tmp_path: Path) -> None:
+    """The handle already points into the microwave (-y): the side grasp along the
+    insertion's axis approaches from the side opposite it, closing across the body."""
+    env = SimEnv(_mug_scene(tmp_path, -90), 0, cameras=("front", "wrist"),
+                 image_size=(640, 480))
+    on_state, widths = _held_widths(env, "white_yellow_mug_1")
+    prims = SimPrimitives(env, make_backend(PerceptionConfig(backend="sim", scene=env.scene)),
+                          on_state=on_state)
+    req = parse_destination("in the microwave")
+    with env:
+        g = prims.grasp("the yellow and white mug", req)
+        assert g.status == "succeeded" and g.approach == "side", g.message
+        assert "horizontal insertion" in g.message and "across a round body" in g.message
+        assert g.direction == pytest.approx([0.0, -1.0, 0.0], abs=0.05)
+        assert g.finger_contacts == ["white_yellow_mug_1"] and 0.01 < g.width < 0.064
+        assert abs(mujoco_hand_axis(env)[2]) < 0.1  # the hand is horizontal
+        p = prims.place(req, "the yellow and white mug")
+        assert not p.message.startswith("regrasped"), p.message
+        assert p.satisfied_truth is True, p.message
+        assert _inside(env.world_state(), "white_yellow_mug_1", "microwave_1_heating_region")
         assert p.destination_id == "microwave_1"
+    assert widths and max(widths) < 0.064
+
+
+def test_a_mug_wider_than_the_hand_is_carried_by_its_handle(tmp_path: Path) -> None:
+    """The white mug of LIBERO-10 task 4 made 9 cm across (the hand opens 8): pinched by its
+    handle from above, carried upright, and set down centred on the plate (the release
+    puts the mug's axis, not the hand, over the plate)."""
+    spec = yaml.safe_load((ROOT / "config/scenes/libero10_mugs_plates.yaml").read_text())
+    spec["oracle"] = None
+    for e in spec["entities"]:
+        if e["id"] == "porcelain_mug_1":
+            e["size"] = [0.09, 0.09, 0.08]
+    path = tmp_path / "wide_mug.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    env, prims = _prims(path, 0)
+    req = parse_destination("on the left plate")
+    with env:
+        g = prims.grasp("the white mug", req)
+        assert g.status == "succeeded" and "by the protrusion" in g.message, g.message
+        assert g.finger_contacts == ["porcelain_mug_1"] and g.width < 0.015  # the handle
+        st = env.world_state()
+        assert abs(quat_to_mat(st.objects["porcelain_mug_1"].orientation)[2, 2]) > 0.99
+        p = prims.place(req, "the white mug")
+        assert p.status == "succeeded" and p.satisfied_truth, p.message
+        st = env.world_state()
+        mug, plate = st.objects["porcelain_mug_1"], st.objects["plate_1"]
+        assert quat_to_mat(mug.orientation)[2, 2] > 0.99  # upright
+        assert math.dist(mug.position[:2], plate.position[:2]) < 0.02  # centred
 
 
 def mujoco_hand_axis(env: SimEnv) -> np.ndarray:

@@ -7,6 +7,7 @@ no CameraInfo and an empty depth image come back as reasons, never as a failed c
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 from rclpy.node import Node
@@ -18,7 +19,7 @@ from mango.nodes.common import latched_qos
 from mango.ros.detection_msg import detection_from_msg
 from mango.ros.world_state_msg import msg_to_state
 from mango_ros.msg import Detections, SegmentationLabels, WorldState
-from mango_ros.srv import Detect
+from mango_ros.srv import Detect, ResetScene
 
 SCENE = "libero10_stove_moka"
 
@@ -95,6 +96,51 @@ def test_detect_on_the_sim(ros_node: Node, processes: Processes, namespace: str)
                          for m in published), timeout=20, what="detections at publish_rate")
     wait_for(lambda: any(len(m.markers) >= 3 for m in markers), timeout=20, what="markers")
     assert "Traceback" not in processes.log("perception")
+
+
+def test_after_a_reset_nothing_is_seen_of_the_world_before(ros_node: Node,
+                                                          processes: Processes,
+                                                          namespace: str) -> None:
+    """Resets between two scenes that share no object, each followed at once by Detects: every
+    detection lies where its entity is in its own scene (never the new scene's labels over a
+    capture of the old one, whose stamps the restarted clock makes look recent), and the new
+    scene is seen soon. sim_node publishes no image of a world after the reset that ended it,
+    and perception_node forgets its captures when the labels of a new episode come."""
+    a, b = "libero10_soup_sauce_basket", "libero10_mugs_plates"
+    states: list[WorldState] = []
+    ros_node.create_subscription(WorldState, f"{namespace}/world_state", states.append, 10)
+    processes.start("sim", "mango.nodes.sim_node", "-r", f"__ns:={namespace}",
+                    "-p", f"scene:={a}", "-p", "camera_rate:=10.0", "-p", "cameras:=['front']",
+                    "-p", "image_width:=160", "-p", "image_height:=120",
+                    "-p", "segmentation:=true")
+    processes.start("perception", "mango.nodes.perception_node", "-r", f"__ns:={namespace}",
+                    "-p", "backend:=sim", "-p", "cameras:=['front']")
+    phrases = {a: "the tomato sauce", b: "the white mug"}
+    wait_for(lambda: _detect(ros_node, namespace, [phrases[a]]).success and states,
+             timeout=90, what="a first detection")
+    def objects() -> dict[str, tuple[float, ...]]:
+        return {e: tuple(o.position) for e, o in msg_to_state(states[-1]).objects.items()}
+
+    truth = {a: objects()}
+    for i, scene in enumerate([b, a, b, a]):
+        reply = call_service(ros_node, ResetScene, f"{namespace}/sim_node/reset",
+                             ResetScene.Request(scene=scene, seed=0), timeout=60,
+                             repeatable=False)
+        assert reply.success, reply.message
+        n = len(states)
+        wait_for(lambda n=n: len(states) > n + 2 and states[-1].objects, timeout=20,
+                 what="world states after the reset")
+        truth[scene] = objects()
+        seen_new, deadline = False, time.monotonic() + 20
+        while not seen_new and time.monotonic() < deadline:
+            for d in _detect(ros_node, namespace, list(phrases.values())).detections:
+                det = detection_from_msg(d, (120, 160))
+                own = next(s for s, objs in truth.items() if det.entity_id in objs)
+                where = truth[own][det.entity_id]
+                assert np.linalg.norm(np.subtract(det.centroid, where)) < 0.03, (
+                    i, scene, det.entity_id, det.centroid, where)
+                seen_new |= own == scene
+        assert seen_new, f"reset {i}: the new scene was not seen within 20 s"
 
 
 def test_what_a_camera_gets_wrong(ros_node: Node, processes: Processes,

@@ -106,8 +106,8 @@ def test_a_stalled_physics_step_is_said_loudly(capfd: pytest.CaptureFixture[str]
     node = None
     try:
         node = SimNode()
-        node._watch_loop(0.0, 0.05, 0.75, 0.8)  # a 0.8 s step, 0.7 s of it publishing
-        node._watch_loop(1.0, 1.001, 1.002, 1.01)  # a normal one: nothing said
+        node.physics._check_stall(0.0, 0.05, 0.75, 0.8)  # a 0.8 s step, 0.7 s publishing
+        node.physics._check_stall(1.0, 1.001, 1.002, 1.01)  # a normal one: nothing said
     finally:
         if node is not None:
             node.destroy_node()

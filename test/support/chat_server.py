@@ -5,7 +5,9 @@ deciders are exercised over the wire (tests check what was asked, answer what th
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -13,6 +15,37 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import cv2
+import numpy as np
+
+
+def decode_data_url(url: str) -> np.ndarray:
+    """An image content part's `data:image/png|jpeg;base64,...` URL, decoded (BGR); asserts
+    the declared format is what the bytes are."""
+    m = re.fullmatch(r"data:image/(png|jpeg);base64,(.+)", url)
+    assert m, url[:40]
+    raw = base64.b64decode(m.group(2), validate=True)
+    assert raw[:4] == b"\x89PNG" if m.group(1) == "png" else raw[:2] == b"\xff\xd8"
+    img = cv2.imdecode(np.frombuffer(raw, np.uint8), cv2.IMREAD_COLOR)
+    assert img is not None
+    return img
+
+
+def message_parts(message: dict[str, Any]) -> tuple[str, list[tuple[str, np.ndarray]]]:
+    """A chat message's text and its (label, decoded image) pairs: each image part follows
+    a text part naming it ("NOW:"), as `orchestrator.prompts.user_message` writes them."""
+    content = message["content"]
+    if isinstance(content, str):
+        return content, []
+    text = content[0]["text"] if content and content[0]["type"] == "text" else ""
+    images, label = [], ""
+    for part in content[1:]:
+        if part["type"] == "text":
+            label = part["text"].rstrip(":")
+        elif part["type"] == "image_url":
+            images.append((label, decode_data_url(part["image_url"]["url"])))
+    return text, images
 
 
 @dataclass

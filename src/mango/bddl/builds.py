@@ -15,6 +15,7 @@ A region on top of a fixture is a box standing on its top face (the floor of `on
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from mango.sim.parts import WALL, drawer_half, level_slot, shelf_layer
@@ -72,6 +73,26 @@ def drawer_region(cabinet: EntitySpec, level: int) -> dict[str, Any]:
 # wooden cabinet's handles stand out on its -y side, so a LIBERO yaw psi (`:yaw_rotation`)
 # is our yaw psi + 90 degrees (psi = pi: the drawers open towards +y).
 FRONT_YAW_DEG: dict[str, float] = {"wooden_cabinet": 90.0, "wooden_two_layer_shelf": 90.0}
+
+# The centre of a built fixture's box in LIBERO's asset frame, where that is not the asset's
+# origin (the point LIBERO's sampler puts at an `:init` range's centre): the cabinet's and
+# the shelf's carcasses stand 1.6 cm behind it, their drawer fronts / open side at asset
+# y = -0.078 and backs at +0.112 (the centre of their `top_side` sites, which span the top).
+ASSET_CENTRE: dict[str, tuple[float, float]] = {
+    "wooden_cabinet": (0.0035, 0.0157),
+    "wooden_two_layer_shelf": (0.005, 0.0157),
+}
+
+
+def origin_shift(category: str, yaw_deg: float) -> tuple[float, float]:
+    """World xy from LIBERO's placed origin of a `category` fixture to its box centre, with
+    the box turned to our `yaw_deg`: (0, 0) when the asset is centred on its origin."""
+    cx, cy = ASSET_CENTRE.get(category, (0.0, 0.0))
+    # LIBERO's asset frame is ours turned by FRONT_YAW_DEG: world yaw = ours - that turn
+    a = math.radians(yaw_deg - FRONT_YAW_DEG.get(category, 0.0))
+    return (round(cx * math.cos(a) - cy * math.sin(a), 4),
+            round(cx * math.sin(a) + cy * math.cos(a), 4))
+
 
 def shelf_region(shelf: EntitySpec, layer: int) -> dict[str, Any]:
     """The region inside a shelf's bottom (0) or top (1) layer."""

@@ -24,6 +24,7 @@ from mango.bddl.builds import (
     LEVELS,
     SHELF_LAYERS,
     drawer_region,
+    origin_shift,
     shelf_region,
     top_region,
 )
@@ -238,6 +239,10 @@ def sim_scene(problem: Problem, name: str, templates: _Templates | None = None) 
                 # LIBERO's facing (the middle of its yaw range: a fixture does not jitter)
                 mid = math.degrees((yaw[0] + yaw[1]) / 2) + FRONT_YAW_DEG[e.category]
                 data["yaw"] = round((mid + 180.0) % 360.0 - 180.0, 2)
+                # LIBERO places the asset's origin there, not the centre of its box
+                dx, dy = origin_shift(e.category, data["yaw"])
+                data["position"] = [round(data["position"][0] + dx, 4),
+                                    round(data["position"][1] + dy, 4)]
             near = RobotSpec().base[0] + MIN_FIXTURE_AHEAD
             if not template.movable and data["position"][0] < near:
                 moved.append(f"{e.name} moved {near - data['position'][0]:.2f} m away from "

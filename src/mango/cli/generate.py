@@ -73,7 +73,9 @@ def _session(backend: str, model: str | None, opts: list[str] | None, ablation: 
             _fail(InputError(f"expected KEY=VALUE, got {item!r}", field="--opt"))
         options[key.strip()] = value
     if not quiet and backend == "local":
-        err.print(LOCAL_EXPECT.format(model=model or "qwen0.5b"), highlight=False)
+        # soft-wrapped (the terminal wraps it): a model path stays whole to copy
+        err.print(LOCAL_EXPECT.format(model=model or "qwen0.5b"), highlight=False,
+                  markup=False, soft_wrap=True)
     try:
         library, catalog = load_function_library(functions)
         be = make_backend(backend, model, **options)

@@ -10,7 +10,12 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.exceptions import InvalidHandle
+from rclpy.executors import (
+    ExternalShutdownException,
+    MultiThreadedExecutor,
+    SingleThreadedExecutor,
+)
 from rclpy.node import Node
 
 from mango.bringup import Bringup, NodeDied
@@ -61,15 +66,27 @@ def spun_node(name: str, namespace: str = "", threads: int = 2) -> Iterator[Node
     executor = (MultiThreadedExecutor(num_threads=threads, context=context) if threads > 1
                 else SingleThreadedExecutor(context=context))
     executor.add_node(node)
-    thread = threading.Thread(target=executor.spin, daemon=True)
+    stopping = threading.Event()
+
+    def spin() -> None:
+        try:
+            executor.spin()
+        except (InvalidHandle, ExternalShutdownException):
+            if not stopping.is_set():  # a handle lost while running is a real fault
+                raise
+
+    thread = threading.Thread(target=spin, daemon=True)
     thread.start()
     try:
         yield node
     finally:
-        executor.shutdown(timeout_sec=2.0)
+        # The spin thread must be out of its wait set before the node's handles go: a node
+        # destroyed under a waiting executor raised InvalidHandle in the thread (CI, loaded).
+        stopping.set()
+        executor.shutdown(timeout_sec=10.0)
+        thread.join(timeout=10.0)
         node.destroy_node()
         rclpy.try_shutdown(context=context)
-        thread.join(timeout=2.0)
 
 
 def wait_until(pred: Callable[[], Any], timeout: float, what: str,

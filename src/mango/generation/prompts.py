@@ -86,14 +86,17 @@ _ORACLE_EXAMPLE = """Example of the answer's form (another scene; use only ids o
 "place_in","handle_as":"in(soup_1, basket_1_contain_region) and not grasped(soup_1)"}]}]},\
 {"step":2,"execution_mode":"sequential","actions":["... the same for sauce_1 ..."]}]}"""
 
-# context keys shown to the model, in order, with their labels
+# context keys shown to the model, in order, with their labels. What stays the same across
+# a run's calls (the function and task libraries) comes first and what changes per task last:
+# a llama.cpp server reuses the prompt prefix it has already evaluated, and on a CPU prompt
+# evaluation is most of a call (a 1.5B model: ~2,400 prompt tokens against ~240 answered).
 _SECTIONS = [
-    ("instructions", "Instructions"),
-    ("instruction", "Instruction"),
-    ("scene", "Scene (ids a predicate may take; descriptions say how people call them)"),
     ("functions", "Function library (predicates and their arguments)"),
     ("atomic_library", "Atomic task library"),
     ("atomic_oracle_library", "Atomic task oracle library"),
+    ("instructions", "Instructions"),
+    ("instruction", "Instruction"),
+    ("scene", "Scene (ids a predicate may take; descriptions say how people call them)"),
     ("task", "Atomic task"),
     ("oracle", "Oracle under attack"),
     ("candidate", "Candidate"),

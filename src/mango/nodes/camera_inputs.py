@@ -138,15 +138,19 @@ class CameraInputs:
             return self.tree.lookup(root, frame)
 
     def frame(self, camera: str, required: Sequence[str] | None = None,
-              segmentation_ids: tuple[str, ...] = ()) -> tuple[RGBDFrame | None, str | None]:
+              segmentation_ids: tuple[str, ...] = (), stamp: float | None = None
+              ) -> tuple[RGBDFrame | None, str | None]:
         """The camera's newest capture with every `required` kind (default: the inputs'),
-        or why there is none. Raises `InputError` for an image its encoding cannot hold."""
+        or the one taken at `stamp`, or why there is none. Raises `InputError` for an image
+        its encoding cannot hold."""
         if camera not in self.frames:
             return None, f"unknown camera '{camera}' (this node has: {', '.join(self.cameras)})"
         need = tuple(self.required if required is None else required)
         with self._lock:
             assembler = self.frames[camera]
-            got = assembler.latest(need)
+            got = assembler.latest(need, stamp)
+            if got is None and stamp is not None:
+                return None, f"camera '{camera}': no capture taken at t={stamp:.3f} s kept"
             if got is None:
                 missing = [k for k in need if not assembler.has(k)]
                 return None, (f"camera '{camera}': no {' or '.join(missing)} image received yet"

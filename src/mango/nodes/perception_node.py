@@ -69,6 +69,7 @@ class PerceptionNode(Node):
         self._lock = threading.Lock()  # the backend and the labels
         self._backend: PerceptionBackend | None = None
         self._backend_scene: str | None = None
+        self._episode: int | None = None  # the sim's reset count its labels last gave
         self._scene = str(p["scene"])
         self._seg_ids: tuple[str, ...] = ()
         if self._scene or not self.entry.needs_scene:
@@ -103,8 +104,9 @@ class PerceptionNode(Node):
 
     def _on_labels(self, msg: SegmentationLabels) -> None:
         with self._lock:
-            self._seg_ids = tuple(msg.ids)
-            self._scene = msg.scene
+            if msg.episode != self._episode:  # a reset: what was seen is of another world
+                self.inputs.clear()
+            self._seg_ids, self._scene, self._episode = tuple(msg.ids), msg.scene, msg.episode
 
     # ------------------------------------------------------------------ detecting
 

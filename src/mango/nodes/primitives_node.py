@@ -1,7 +1,10 @@
 """Grasp and place primitives as ROS actions: `grasp` (Grasp) and `place` (Place).
 
-The core is `mango.primitives.PrimitiveExecutor`; this node gives it ROS ports: it sees
-through the perception node's `Detect` service (`detect_service`), moves through the control
+The core is `mango.primitives.PrimitiveExecutor`, kept between goals by a
+`primitives.session.PrimitiveSession`; this node gives it ROS ports: it sees
+through the perception node's `Detect` service (`detect_service`), with the depth image of
+the capture each detection was made on (`camera/<camera>/depth`, posed by tf or by
+`extrinsics`: an object's shape, a mug's handle, is read from it), moves through the control
 node's `ExecuteChunk` action (`execute_chunk_action`: the controller validates every chunk,
 and a cancel of a Grasp/Place goal cancels the chunk in flight, which the controller stops
 within one control period, holding position), and measures the joint states (arm joints and
@@ -9,9 +12,10 @@ finger width) and, where one is published, the world state (`world_state_topic`:
 for the oracle's `grasped`). One primitive runs at a time (a second goal is refused); every
 goal ends in a terminal state with a reason.
 Parameters: `scene` (name or YAML; "" follows the sim's `camera/segmentation_labels`),
-`robot`, `camera` (default camera), `detect_service`, `execute_chunk_action`,
-`joint_states_topic`, `world_state_topic` ("" for none), `chunk_rate` (Hz the chunks' rows
-are played at), `timeout` (s to wait for a service, a server or a fresh measurement),
+`robot`, `camera` (default camera), `extrinsics` (its pose; "": tf), `detect_service`,
+`execute_chunk_action`, `joint_states_topic`, `world_state_topic` ("" for none),
+`chunk_rate` (Hz the chunks' rows are played at), `timeout` (s to wait for a service, a
+server or a fresh measurement),
 `planner` (`ik`: the IK ladder, the default; `moveit`: MoveIt plans the free-space legs
 through moveit_py, `mango.primitives.transit`), `moveit_group`, `moveit_link`,
 `moveit_base_frame`.
@@ -36,6 +40,7 @@ from mango.control import chunk_to_trajectory, load_robot
 from mango.control.kinematics import FR3Kinematics
 from mango.errors import InputError
 from mango.nodes.actions import ActionClient, action_server, wait_for_chunk
+from mango.nodes.camera_inputs import CameraInputs
 from mango.nodes.common import (
     Param,
     declare_parameters,
@@ -46,20 +51,21 @@ from mango.nodes.common import (
     run_node,
 )
 from mango.oracle.world_state import WorldState
+from mango.perception.poses import load_extrinsics
 from mango.primitives import (
     Executed,
     GraspOutcome,
     Measurement,
     Perceived,
-    PlaceOutcome,
     PrimitiveExecutor,
     PrimitivePorts,
-    parse_destination,
 )
 from mango.primitives.motion import WorldFrameIK
+from mango.primitives.session import PrimitiveSession
 from mango.primitives.transit import MoveItTransit, TransitPlanner
 from mango.ros.detection_msg import detection_from_msg, detection_to_msg
 from mango.ros.trajectory_msg import chunk_goal
+from mango.ros.world_state_msg import WORLD_FRAME
 from mango.sim.build import CONTROL_HZ
 from mango.sim.scene import SceneSpec, as_scene
 from mango_ros.action import ExecuteChunk, Grasp, Place
@@ -72,30 +78,11 @@ SCENE_SETTLE = 2.0  # s after a scene change during which "nothing matched" is a
 _STATUS = {"succeeded": 0, "failed": 1, "cancelled": 2, "rejected": 3}
 
 
-class _GoalPorts:
-    """The executor's ports for one goal: its cancel request and feedback go to `gh`."""
-
-    def __init__(self, node: PrimitivesNode, gh: Any, feedback: type, camera: str) -> None:
-        self.node, self.gh, self.feedback_type, self.camera = node, gh, feedback, camera
-
-    def cancelled(self) -> bool:
-        return bool(self.gh.is_cancel_requested)
-
-    def feedback(self, phase: str, progress: float) -> None:
-        self.gh.publish_feedback(self.feedback_type(phase=phase, progress=float(progress)))
-
-    def detect(self, phrases: list[str]) -> Perceived:
-        return self.node.detect(phrases, self.camera)
-
-    def execute_chunk(self, chunk: np.ndarray) -> Executed:
-        return self.node.execute_chunk(chunk, self.gh)
-
-
 class PrimitivesNode(Node):
     def __init__(self) -> None:
         super().__init__("primitives_node")
         p = declare_parameters(self, {
-            "scene": "", "robot": "fr3", "camera": "front",
+            "scene": "", "robot": "fr3", "camera": "front", "extrinsics": "",
             "detect_service": "perception_node/detect",
             "execute_chunk_action": "execute_chunk", "joint_states_topic": "joint_states",
             "world_state_topic": "world_state",
@@ -108,18 +95,17 @@ class PrimitivesNode(Node):
         self.camera = str(p["camera"])
         self.rate = float(p["chunk_rate"])
         self.timeout = float(p["timeout"])
-        self._scene: SceneSpec | None = as_scene(p["scene"]) if p["scene"] else None
-        self._executor: PrimitiveExecutor | None = None
+        self.session = PrimitiveSession(self._make_executor,
+                                        as_scene(p["scene"]) if p["scene"] else None)
         self._moveit = self._make_moveit(p) if p["planner"] == "moveit" else None
-        self._ports: _GoalPorts | None = None  # the running goal's
         self._busy = threading.Lock()
         self._state_lock = threading.Lock()
         self._joints: JointState | None = None
         self._joints_at = 0.0  # monotonic receipt times
         self._world: bytes | None = None
         self._world_at = 0.0
-        self._last_t = 0.0  # the latest measurement's time: one that goes back is a reset
         self._scene_at = -math.inf  # when the sim's labels last named another scene
+        self._episode: int | None = None  # the sim's reset count its labels last gave
 
         sensors = MutuallyExclusiveCallbackGroup()
         group = ReentrantCallbackGroup()
@@ -132,17 +118,22 @@ class PrimitivesNode(Node):
         if not p["scene"]:
             self.create_subscription(SegmentationLabels, "camera/segmentation_labels",
                                      self._on_labels, latched_qos(1), callback_group=sensors)
+        self.inputs = CameraInputs(
+            self, [self.camera], kinds=("depth",), world_frame=WORLD_FRAME,
+            extrinsics=load_extrinsics(p["extrinsics"]) if p["extrinsics"] else None,
+            robot=str(p["robot"]), callback_group=MutuallyExclusiveCallbackGroup())
         self.detect_client = self.create_client(Detect, p["detect_service"],
                                                 callback_group=group)
         self.chunk_client = ActionClient(self, ExecuteChunk, p["execute_chunk_action"],
                                          callback_group=group)
         for kind, name, cb in ((Grasp, "grasp", self._grasp), (Place, "place", self._place)):
             action_server(self, kind, name, execute_callback=cb, goal_callback=self._on_goal,
-                         cancel_callback=lambda _g: CancelResponse.ACCEPT,
-                         callback_group=group)
+                          cancel_callback=lambda _g: CancelResponse.ACCEPT,
+                          callback_group=group)
+        scene = self.session.scene
         self.get_logger().info(
             f"grasp/place through {p['detect_service']} and {p['execute_chunk_action']}"
-            + (f", scene {self._scene.name}" if self._scene else ", scene from the sim"))
+            + (f", scene {scene.name}" if scene else ", scene from the sim"))
 
     def _make_moveit(self, p: dict[str, Any]) -> Any:
         """moveit_py's MoveItPy (a system ROS 2 with MoveIt and franka_fr3_moveit_config's
@@ -155,12 +146,15 @@ class PrimitivesNode(Node):
         self._moveit_params = (p["moveit_group"], p["moveit_link"], p["moveit_base_frame"])
         return MoveItPy(node_name=f"{self.get_name()}_moveit")
 
-    def _transit(self, scene: SceneSpec) -> TransitPlanner | None:
-        if self._moveit is None:
-            return None  # the IK ladder
-        group, link, frame = self._moveit_params
-        return MoveItTransit(self._moveit, (scene.robot.base, (1.0, 0.0, 0.0, 0.0)),
-                             self.robot.joint_names, group=group, link=link, base_frame=frame)
+    def _make_executor(self, scene: SceneSpec, ports: PrimitivePorts) -> PrimitiveExecutor:
+        ik = WorldFrameIK(self.kin, scene.robot.base, (1.0, 0.0, 0.0, 0.0))
+        transit: TransitPlanner | None = None  # the IK ladder
+        if self._moveit is not None:
+            group, link, frame = self._moveit_params
+            transit = MoveItTransit(self._moveit, (scene.robot.base, (1.0, 0.0, 0.0, 0.0)),
+                                    self.robot.joint_names, group=group, link=link,
+                                    base_frame=frame)
+        return PrimitiveExecutor(ports, ik, scene, transit)
 
     # ------------------------------------------------------------------ inputs
 
@@ -176,15 +170,17 @@ class PrimitivesNode(Node):
             self._world, self._world_at = data, time.monotonic()
 
     def _on_labels(self, msg: SegmentationLabels) -> None:
-        if msg.scene and (self._scene is None or msg.scene != self._scene.name):
-            try:
-                scene = as_scene(msg.scene)
-            except InputError as exc:
-                self.get_logger().error(f"segmentation_labels names scene '{msg.scene}': {exc}")
-                return
-            with self._state_lock:
-                self._scene, self._executor = scene, None  # a new scene: nothing is held
-                self._scene_at = time.monotonic()
+        if msg.episode != self._episode:  # a reset: the depth images kept are of another world
+            self._episode = msg.episode
+            self.inputs.clear()
+        before = self.session.scene
+        try:
+            self.session.follow_scene(msg.scene)  # a new scene: nothing is held
+        except InputError as exc:
+            self.get_logger().error(f"segmentation_labels names scene '{msg.scene}': {exc}")
+            return
+        if self.session.scene is not before:
+            self._scene_at = time.monotonic()
 
     def _on_goal(self, _goal: Any) -> GoalResponse:
         # one primitive at a time: both drive the same arm
@@ -220,10 +216,6 @@ class PrimitivesNode(Node):
             raise RuntimeError(f"the world state received is malformed: {one_line(exc)}"
                                ) from None
         t = state.t if state is not None else js.header.stamp.sec + js.header.stamp.nanosec * 1e-9
-        with self._state_lock:
-            if t < self._last_t - 0.5:  # the sim was reset: nothing held, nothing seen
-                self._executor = None
-            self._last_t = t
         return Measurement(q, width, t, state)
 
     def detect(self, phrases: list[str], camera: str) -> Perceived:
@@ -272,12 +264,15 @@ class PrimitivesNode(Node):
         reply = future.result()
         if not reply.success:
             return Perceived({}, {}, error=reply.message), None
+        stamps = [d.header.stamp.sec + d.header.stamp.nanosec * 1e-9 for d in reply.detections]
+        # the depth of the capture the detections were made on: their masks' 3-D
+        frame = self.inputs.frame(camera, stamp=stamps[0])[0] if stamps else None
+        size = frame.depth.shape if frame is not None and frame.depth is not None else None
         found: dict[str, Any] = {}
         for d in reply.detections:  # each phrase's best first
             if d.phrase not in found:
-                found[d.phrase] = detection_from_msg(d)
-        stamps = [d.header.stamp.sec + d.header.stamp.nanosec * 1e-9 for d in reply.detections]
-        return (Perceived(found, dict(zip(reply.unmatched, reply.reasons, strict=False))),
+                found[d.phrase] = detection_from_msg(d, size)
+        return (Perceived(found, dict(zip(reply.unmatched, reply.reasons, strict=False)), frame),
                 min(stamps) if stamps else None)
 
     def _wait(self, future: Any, gh: Any, inflight: Any = None, timeout: float = 60.0
@@ -315,29 +310,15 @@ class PrimitivesNode(Node):
 
     # ------------------------------------------------------------------ goals
 
-    def _executor_for(self, ports: _GoalPorts) -> PrimitiveExecutor | str:
-        """The executor (kept across goals: it knows what is held and seen; a new one after
-        a sim reset), or why there is none."""
-        try:
-            self.measure()  # notices a reset (time went back) before a goal uses the old one
-        except RuntimeError as exc:
-            return f"measuring: {exc}"
-        with self._state_lock:
-            scene, ex = self._scene, self._executor
-            if scene is None:
-                return ("no scene yet: set the 'scene' parameter, or run sim_node with "
-                        "segmentation:=true")
-            if ex is None:
-                ik = WorldFrameIK(self.kin, scene.robot.base, (1.0, 0.0, 0.0, 0.0))
-                ex = self._executor = PrimitiveExecutor(PrimitivePorts(
-                    detect=lambda ph: self._ports.detect(ph),  # type: ignore[union-attr]
-                    execute_chunk=lambda c: self._ports.execute_chunk(c),  # type: ignore[union-attr]
-                    measure=self.measure,
-                    cancelled=lambda: self._ports.cancelled(),  # type: ignore[union-attr]
-                    feedback=lambda ph, pr: self._ports.feedback(ph, pr)),  # type: ignore[union-attr]
-                    ik, scene, self._transit(scene))
-        self._ports = ports
-        return ex
+    def _goal_ports(self, gh: Any, feedback: type) -> PrimitivePorts:
+        """The executor's ports for one goal: its camera, its cancel and its feedback."""
+        camera = gh.request.camera or self.camera
+        return PrimitivePorts(
+            detect=lambda phrases: self.detect(phrases, camera),
+            execute_chunk=lambda chunk: self.execute_chunk(chunk, gh),
+            measure=self.measure, cancelled=lambda: bool(gh.is_cancel_requested),
+            feedback=lambda phase, progress: gh.publish_feedback(
+                feedback(phase=phase, progress=float(progress))))
 
     def _finish(self, gh: Any, result: Any, status: str, message: str, kind: str) -> Any:
         result.status, result.message = _STATUS[status], message
@@ -352,28 +333,10 @@ class PrimitivesNode(Node):
 
     def _grasp(self, gh: Any) -> Grasp.Result:
         with self._busy:
+            out = self.session.grasp(gh.request.target, self._goal_ports(gh, Grasp.Feedback))
             result = Grasp.Result(gripper_width=float("nan"))
-            target = gh.request.target.strip()
-            if not target:
-                return self._finish(gh, result, "rejected", "no target given", "grasp")
-            ex = self._executor_for(_GoalPorts(self, gh, Grasp.Feedback,
-                                               gh.request.camera or self.camera))
-            if isinstance(ex, str):
-                return self._finish(gh, result, "rejected", ex, "grasp")
-            try:
-                out = ex.grasp(self._phrase_of(target))
-            except RuntimeError as exc:  # the measurement stopped coming
-                return self._finish(gh, result, "failed", f"measuring: {exc}", "grasp")
             self._grasp_result(result, out)
             return self._finish(gh, result, out.status, out.message, "grasp")
-
-    def _phrase_of(self, target: str) -> str:
-        """An entity id of the scene becomes its description (what perception grounds)."""
-        scene = self._scene
-        ent = next((e for e in scene.entities if e.id == target), None) if scene else None
-        if ent is None:
-            return target
-        return ent.description or ent.id.rsplit("_", 1)[0].replace("_", " ")
 
     def _grasp_result(self, result: Grasp.Result, out: GraspOutcome) -> None:
         result.entity_id = out.entity_id or ""
@@ -387,22 +350,10 @@ class PrimitivesNode(Node):
 
     def _place(self, gh: Any) -> Place.Result:
         with self._busy:
-            result = Place.Result()
-            try:
-                req = parse_destination(gh.request.destination)
-            except InputError as exc:
-                return self._finish(gh, result, "rejected", str(exc), "place")
-            ex = self._executor_for(_GoalPorts(self, gh, Place.Feedback,
-                                               gh.request.camera or self.camera))
-            if isinstance(ex, str):
-                return self._finish(gh, result, "rejected", ex, "place")
-            hint = gh.request.object_hint.strip()
-            try:
-                out: PlaceOutcome = ex.place(req, self._phrase_of(hint) if hint else None)
-            except RuntimeError as exc:
-                return self._finish(gh, result, "failed", f"measuring: {exc}", "place")
-            result.destination_id = out.destination_id or ""
-            result.satisfied = bool(out.satisfied)
+            out = self.session.place(gh.request.destination, gh.request.object_hint,
+                                     self._goal_ports(gh, Place.Feedback))
+            result = Place.Result(destination_id=out.destination_id or "",
+                                  satisfied=bool(out.satisfied))
             if out.release_position is not None:
                 result.release_pose = _pose(out.release_position,
                                             out.release_quat or [1.0, 0.0, 0.0, 0.0])

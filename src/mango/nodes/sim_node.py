@@ -27,11 +27,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -51,28 +48,14 @@ from mango.sim.env import SimEnv
 from mango.sim.expert.policy import ExpertPolicy
 from mango.sim.faults import parse_fault
 from mango.sim.markers import auto_marker_map, load_marker_map
-from mango.sim.runner import make_labels
+from mango.sim.realtime import RealTimeSim, joint_targets
 from mango.sim.scene import FR3_JOINTS, as_scene
 from mango_ros.msg import SegmentationLabels
 from mango_ros.msg import WorldState as WorldStateMsg
 from mango_ros.srv import ResetScene, RunExpert, SetEntityPose
 
-GRIPPER = "gripper"
 FINGER_JOINTS = ("fr3_finger_joint1", "fr3_finger_joint2")
 AUTO_MARKERS = "auto"  # the `markers` value for the scene's own marker map
-
-
-@dataclass
-class _Job:
-    """Work for the physics thread; the caller waits on `done`."""
-
-    run: Callable[[], Any]
-    done: threading.Event = field(default_factory=threading.Event)
-    result: Any = None
-    error: BaseException | None = None
-
-
-STALL_WARN = 0.5  # s one physics step may take before the node says it stalled
 
 
 class SimNode(Node):
@@ -99,6 +82,10 @@ class SimNode(Node):
         self._marker_file = (load_marker_map(self.markers)
                              if self.markers not in ("", AUTO_MARKERS) else None)
         self.env = self._make_env(p["scene"], self.seed)
+        self.episode = 0  # resets so far (SegmentationLabels.episode)
+        # one capture (render + publish) or one reset at a time: no image of a world is
+        # published after the reset that ended it, and no render reads a world being reset
+        self._capture = threading.Lock()
 
         self.js_pub = self.create_publisher(JointState, "joint_states", 10)
         self.ws_pub = self.create_publisher(WorldStateMsg, "world_state", 100)
@@ -126,11 +113,12 @@ class SimNode(Node):
         self.create_service(SetEntityPose, "~/set_entity_pose", self._on_set_entity_pose,
                             callback_group=services)
 
-        self._jobs: list[_Job] = []
-        self._jobs_lock = threading.Lock()
         self._stop = threading.Event()
-        self._physics = threading.Thread(target=self._physics_loop, name="physics", daemon=True)
-        self._physics.start()
+        self.physics = RealTimeSim(
+            self.env, self.state_period, self.rtf, self._publish_state,
+            lambda text: self.get_logger().warning(text, throttle_duration_sec=5.0),
+            self._running)
+        self.physics.start()
         self._camera = None
         if self.cameras and self.camera_rate > 0:
             self._camera = threading.Thread(target=self._camera_loop, name="camera", daemon=True)
@@ -166,72 +154,17 @@ class SimNode(Node):
         header = Header()
         header.stamp.sec, header.stamp.nanosec = stamp_from_seconds(self.env.time)
         self.tf_static_pub.publish(tf_message(self._frames(fixed=True), header.stamp))
+        self._publish_labels()
+
+    def _publish_labels(self) -> None:
         if self.labels_pub is not None:
-            self.labels_pub.publish(SegmentationLabels(scene=self.env.scene.name,
-                                                       ids=list(self.env.segmentation_ids)))
-
-    # ------------------------------------------------------------------ physics thread
-
-    def _submit(self, fn: Callable[[], Any], timeout: float | None = None) -> Any:
-        job = _Job(fn)
-        with self._jobs_lock:
-            self._jobs.append(job)
-        if not job.done.wait(timeout):
-            raise TimeoutError("the physics thread did not finish the request")
-        if job.error is not None:
-            raise job.error
-        return job.result
+            self.labels_pub.publish(SegmentationLabels(
+                scene=self.env.scene.name, ids=list(self.env.segmentation_ids),
+                episode=self.episode))
 
     def _running(self) -> bool:
         # Ctrl-C shuts the context down before destroy_node: stop publishing then.
         return not self._stop.is_set() and self.context.ok()
-
-    def _physics_loop(self) -> None:
-        try:
-            self._physics_steps()
-        except Exception:
-            if self._running():
-                raise
-
-    def _physics_steps(self) -> None:
-        wall0, sim0 = time.monotonic(), self.env.time
-        while self._running():
-            with self._jobs_lock:
-                jobs, self._jobs = self._jobs, []
-            for job in jobs:
-                try:
-                    job.result = job.run()
-                except BaseException as exc:  # handed to the waiting service call
-                    job.error = exc
-                job.done.set()
-                wall0, sim0 = time.monotonic(), self.env.time
-            t0 = time.monotonic()
-            self.env.step(None, duration=self.state_period)
-            t1 = time.monotonic()
-            self._publish_state()
-            t2 = time.monotonic()
-            wall0, sim0 = self._pace(wall0, sim0)
-            self._watch_loop(t0, t1, t2, time.monotonic())
-
-    def _watch_loop(self, t0: float, t1: float, t2: float, t3: float) -> None:
-        """Say loudly when one physics step took long: its joint states stop meanwhile, and
-        the control node gives up on a simulation silent for 2 s."""
-        if t3 - t0 > STALL_WARN:
-            self.get_logger().warning(
-                f"physics loop stalled {t3 - t0:.2f} s at t={self.env.time:.2f} (step "
-                f"{t1 - t0:.2f} s, publishing {t2 - t1:.2f} s, pacing {t3 - t2:.2f} s): no joint "
-                "states meanwhile", throttle_duration_sec=5.0)
-
-    def _pace(self, wall0: float, sim0: float) -> tuple[float, float]:
-        """Sleep so sim time advances at `real_time_factor` x wall time."""
-        if self.rtf <= 0:
-            return wall0, sim0
-        ahead = (self.env.time - sim0) / self.rtf - (time.monotonic() - wall0)
-        if ahead > 0:
-            time.sleep(ahead)
-        elif ahead < -0.5:  # fell far behind (slow machine): don't try to catch up in a burst
-            return time.monotonic(), self.env.time
-        return wall0, sim0
 
     def _publish_state(self) -> None:
         env = self.env
@@ -260,59 +193,58 @@ class SimNode(Node):
         next_t = time.monotonic()
         while self._running():
             next_t += period
-            env = self.env
-            stamp = Header().stamp
-            stamp.sec, stamp.nanosec = stamp_from_seconds(env.time)
-            carried = self._frames(fixed=False)  # where the arm holds its cameras now
-            if carried:
-                self.tf_pub.publish(tf_message(carried, stamp))
-            for name, (rgb_pub, depth_pub, info_pub) in self.cam_pubs.items():
-                rgb, depth, seg = env.render(name, seg=self.segmentation)
-                header = Header(frame_id=f"{name}_camera")
-                # acquisition time (CameraInfo.msg): the physics state drawn, not after drawing
-                header.stamp.sec, header.stamp.nanosec = stamp_from_seconds(env.last_render_time)
-                ci = env.camera_info(name)
-                rgb_pub.publish(numpy_to_image(rgb, "rgb8", header))
-                depth_pub.publish(numpy_to_image(depth, "32FC1", header))
-                info_pub.publish(camera_info(ci.width, ci.height, ci.fx, ci.fy, ci.cx, ci.cy,
-                                             header))
-                if seg is not None and name in self.seg_pubs:
-                    self.seg_pubs[name].publish(numpy_to_image(seg + 1, "16UC1", header))
+            with self._capture:
+                self._capture_frames()
             time.sleep(max(0.0, next_t - time.monotonic()))
+
+    def _capture_frames(self) -> None:
+        """Every camera rendered and published once, with the carried cameras' frames."""
+        env = self.env
+        stamp = Header().stamp
+        stamp.sec, stamp.nanosec = stamp_from_seconds(env.time)
+        carried = self._frames(fixed=False)  # where the arm holds its cameras now
+        if carried:
+            self.tf_pub.publish(tf_message(carried, stamp))
+        for name, (rgb_pub, depth_pub, info_pub) in self.cam_pubs.items():
+            rgb, depth, seg = env.render(name, seg=self.segmentation)
+            header = Header(frame_id=f"{name}_camera")
+            # acquisition time (CameraInfo.msg): the physics state drawn, not after drawing
+            header.stamp.sec, header.stamp.nanosec = stamp_from_seconds(env.last_render_time)
+            ci = env.camera_info(name)
+            rgb_pub.publish(numpy_to_image(rgb, "rgb8", header))
+            depth_pub.publish(numpy_to_image(depth, "32FC1", header))
+            info_pub.publish(camera_info(ci.width, ci.height, ci.fx, ci.fy, ci.cx, ci.cy,
+                                         header))
+            if seg is not None and name in self.seg_pubs:
+                self.seg_pubs[name].publish(numpy_to_image(seg + 1, "16UC1", header))
 
     # ------------------------------------------------------------------ ROS callbacks
 
     def _on_command(self, msg: JointState) -> None:
-        targets = dict(zip(msg.name, msg.position, strict=False))
-        unknown = set(targets) - {*self.joint_names, GRIPPER}
-        if unknown or len(msg.name) != len(msg.position):
-            self.get_logger().error(
-                f"joint_command ignored: unknown joints {sorted(unknown)}" if unknown else
-                "joint_command ignored: name and position lengths differ")
+        try:
+            q, width = joint_targets(self.env, self.joint_names, msg.name, msg.position)
+        except ValueError as exc:
+            self.get_logger().error(f"joint_command ignored: {exc}")
             return
-        q = self.env.joint_positions()
-        for i, n in enumerate(self.joint_names):
-            if n in targets:
-                q[i] = targets[n]
-        if not np.all(np.isfinite(q)):
-            self.get_logger().error("joint_command ignored: non-finite target")
-            return
-        self.env.set_joint_targets(q, targets.get(GRIPPER))
+        self.env.set_joint_targets(q, width)
 
     def _on_reset(self, request: ResetScene.Request,
                   response: ResetScene.Response) -> ResetScene.Response:
         def reset() -> None:
             self.seed = int(request.seed)
-            if request.scene and request.scene != self.env.scene.name:
-                old, self.env = self.env, self._make_env(request.scene, int(request.seed))
-                old.close()
+            with self._capture:
+                if request.scene and request.scene != self.env.scene.name:
+                    old, self.env = self.env, self._make_env(request.scene, int(request.seed))
+                    self.physics.env = self.env
+                    old.close()
+                else:
+                    self.env.reset(int(request.seed))
+                self.episode += 1
                 self._publish_static_frames()
-            else:
-                self.env.reset(int(request.seed))
             self._publish_state()
 
         try:
-            self._submit(reset, timeout=120)
+            self.physics.submit(reset, timeout=120)
         except (InputError, OSError, ValueError) as exc:
             response.success, response.message = False, str(exc)
             return response
@@ -333,7 +265,7 @@ class SimNode(Node):
         except (InputError, ValueError) as exc:
             response.success, response.message = False, str(exc)
             return response
-        labels = self._submit(lambda: self._run_expert(expert))
+        labels = self.physics.submit(lambda: self.physics.run_expert(expert, self.seed))
         response.success = expert.error is None
         response.message = (f"expert finished at t={self.env.time:.2f} s" if expert.error is None
                             else f"expert stopped: {expert.error}")
@@ -347,7 +279,7 @@ class SimNode(Node):
                             response: SetEntityPose.Response) -> SetEntityPose.Response:
         p, o = request.pose.position, request.pose.orientation
         try:
-            self._submit(lambda: self.env.place_entity(
+            self.physics.submit(lambda: self.env.place_entity(
                 request.entity_id, (p.x, p.y, p.z), (o.w, o.x, o.y, o.z)), timeout=10)
         except (InputError, TimeoutError) as exc:
             response.success, response.message = False, str(exc)
@@ -358,29 +290,9 @@ class SimNode(Node):
         self.get_logger().info(f"set_entity_pose: {response.message}")
         return response
 
-    def _run_expert(self, expert: ExpertPolicy, settle: float = 1.0) -> dict[str, Any]:
-        """Runs in the physics thread: the same loop as `mango sim run`, paced in real time."""
-        env = self.env
-        scene = env.scene
-        state = env.world_state()
-        wall0, sim0 = time.monotonic(), env.time
-        done_at: float | None = None
-        end = state.t + scene.horizon
-        while state.t < end and self._running():
-            for row in expert.act(state, env.joint_positions()):
-                env.step(row)
-                self._publish_state()
-                state = env.world_state()
-                wall0, sim0 = self._pace(wall0, sim0)
-            if expert.done and done_at is None:
-                done_at = state.t
-            if done_at is not None and state.t >= done_at + settle:
-                break
-        return make_labels(scene, self.seed, expert)
-
     def destroy_node(self) -> None:
         self._stop.set()
-        self._physics.join(timeout=2.0)
+        self.physics.stop()
         if self._camera is not None:
             self._camera.join(timeout=2.0)
         super().destroy_node()

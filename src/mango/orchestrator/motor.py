@@ -2,42 +2,33 @@
 mid-level motions, execute it through the motion core, monitor in the background, verify,
 remember.
 
-The controller is `control.ArmController.run_motion` — the code behind `ExecuteMotion` — on
-`EnvMotionBackend`, a control backend that plays trajectories through the loop's stepper (so
-the ground truth, the verdict tracker and the oracle monitor see every control period). A stop
-is `GoalSlot.cancel(at_boundary=True)`, as a cancel of an `ExecuteMotion` goal is.
-
-Each attempt (one batch) has its own `AttemptMonitor`: a thread that reads the monitor's short
-context and posts alerts; once the attempt has ended its context is closed, and an answer
-that comes later is recorded as discarded, never acted on. The verifier's answer is awaited
-for `verifier_timeout_s` at most, and a measured lost grasp or release settles the outcome
-before any verifier is asked. `MemoryWriter` condenses each assessment in a thread of its own;
-planning reads its latest completed note and never waits for one in progress.
+The controller (`motor_control`) is `control.ArmController.run_motion` — the code behind
+`ExecuteMotion` — on a backend that plays trajectories through the loop's stepper. Each attempt
+(one batch) has its own monitoring context and thread (`motor_workers.AttemptMonitor`); the
+verifier's answer is awaited for `verifier_timeout_s` at most, and a measured lost grasp or
+release settles the outcome before any verifier is asked. The memory writer condenses each
+assessment in a thread of its own. What the roles see is built by `motor_observe`.
 """
 
 from __future__ import annotations
 
-import math
-import queue
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from mango.control.controller import SETTLE_TOL, ArmController
-from mango.control.goals import GoalSlot
-from mango.control.joint_state import Measured as JointMeasured
 from mango.control.motion import MotionCommand
 from mango.control.robot import load_robot
-from mango.control.trajectory import JointTrajectory
 from mango.errors import InputError
-from mango.geometry import quat_to_mat
-from mango.oracle.predicates import StateView, Thresholds, p_in, p_on
-from mango.oracle.world_state import EntityState, WorldState
+from mango.oracle.world_state import WorldState
+from mango.orchestrator.config import OrchestratorConfig
 from mango.orchestrator.loop import Orchestrator, TaskOutcome
+from mango.orchestrator.motor_control import EnvMotionBackend, MotorController
+from mango.orchestrator.motor_observe import MotorObserver
+from mango.orchestrator.motor_vlm import VlmExecutor, VlmMemory, VlmMonitor, VlmPlanner, VlmVerifier
+from mango.orchestrator.motor_workers import AttemptMonitor, MemoryWriter, sync_at_boundary
 from mango.orchestrator.ports import SimPort
 from mango.orchestrator.roles import (
     ActionBatch,
@@ -61,11 +52,7 @@ from mango.orchestrator.roles import (
 )
 from mango.orchestrator.schemas import EpisodeRecord, Subgoal
 from mango.policy.kinematics import make_kinematics
-from mango.primitives.planning import GRIPPER_OPEN
-from mango.primitives.runner import MIN_HELD_WIDTH
 from mango.sim.faults import Fault, FaultInjector
-
-Stepper = Callable[[np.ndarray], WorldState]
 
 
 @dataclass
@@ -78,6 +65,22 @@ class MotorRoles:
     verifier: VerifierRole = field(default_factory=OfflineVerifier)
     memory: MemoryRole = field(default_factory=OfflineMemory)
 
+    @classmethod
+    def for_decider(cls, config: OrchestratorConfig, backend: Any) -> MotorRoles:
+        """The roles the run's decider names, on its backend: the rules (`offline`); a model
+        in every role, the looking ones shown the camera (`vlm`); or the local text model
+        revising the plan while the rules do the rest (`local`, as in VoLo's loop)."""
+        if config.decider == "offline":
+            return cls()
+        size, fmt = config.image_size, config.image_format
+        planner = VlmPlanner(backend)
+        planner.name = config.decider
+        if config.decider == "local":
+            return cls(planner=planner)
+        return cls(planner=planner, executor=VlmExecutor(backend, size, fmt),
+                   monitor=VlmMonitor(backend, size, fmt),
+                   verifier=VlmVerifier(backend, size, fmt), memory=VlmMemory(backend))
+
 
 @dataclass(frozen=True)
 class MotorSettings:
@@ -88,266 +91,6 @@ class MotorSettings:
     max_attempts: int = 40  # attempts per subgoal
     verifier_timeout_s: float = 20.0  # wall: a verifier answer later than this is discarded
     monitor_sync_s: float = 1.0  # wall: how long a boundary waits for a synchronous monitor
-
-
-# ---------------------------------------------------------------------- controller
-
-
-class EnvMotionBackend:
-    """`ControlBackend` on a `SimEnv`: trajectories played one control period at a time through
-    the loop's stepper (the sim is its own clock: no wall-time pacing). `drop` (a fault of the
-    motion tool, as the VLA's) opens the hand part way through the first carry."""
-
-    def __init__(self, orch: Orchestrator, step: Stepper, kinematics: Any,
-                 drop_at: float | None = None) -> None:
-        self.env, self.step, self.kinematics = orch.env, step, kinematics
-        self.width_cmd = GRIPPER_OPEN
-        self.drop_at = drop_at
-        self.dropped_t: float | None = None
-        self.forced_open = False  # the drop fault holds the hand open until a gripper command
-        self.commands: list[MotionCommand] = []  # the batch being executed, and which command
-        self.index = 0
-
-    def measured(self) -> JointMeasured:
-        # the finger joints can read a hair past the full opening: the width is clamped
-        width = min(max(self.env.gripper_width(), 0.0), GRIPPER_OPEN)
-        return JointMeasured(self.env.joint_positions(), width, time.monotonic(), self.env.time)
-
-    def prepare(self, traj: JointTrajectory, start: JointMeasured) -> JointTrajectory:
-        return traj  # played as given, like the sim backend
-
-    def _width_out(self) -> float:
-        return GRIPPER_OPEN if self.forced_open else self.width_cmd
-
-    def hold(self) -> None:
-        self.step(np.r_[self.env.joint_positions(), self._width_out()])
-
-    def execute(self, traj: JointTrajectory, run: Any, on_point: Any) -> Any:
-        from mango.control.goals import Outcome
-
-        dt = self.env.dt
-        q0, w0 = self.env.joint_positions(), self.width_cmd
-        n = max(1, math.ceil(traj.duration / dt - 1e-9))
-        drop_k = self._drop_row(traj, n)
-        # an arm motion plans the gripper at its measured width: like the Franka Hand, whose
-        # grasp holds until the next gripper command, the gripper keeps its last command then
-        cmd = self.commands[self.index] if self.index < len(self.commands) else None
-        keep = traj.gripper is None or cmd is None or not cmd.kind.startswith("gripper")
-        for k in range(1, n + 1):
-            if run.stop.is_set():
-                self.hold()
-                return Outcome(False, True, run.reason, k - 1)
-            q, w = traj.sample(k * dt, q0, w0)
-            if w is not None and not keep:
-                self.width_cmd = float(w)
-                self.forced_open = False  # a gripper command ends the fault's opening
-            if drop_k is not None and k >= drop_k and not self.forced_open:
-                self.forced_open = True  # the fault: the hand lets go, commanded closed
-                self.dropped_t = self.env.time
-            self.step(np.r_[q, self._width_out()])
-        end = np.asarray(traj.positions[-1], float)
-        for _ in range(round(1.0 / dt)):  # settle on the end (the controller measures there)
-            if float(np.max(np.abs(self.env.joint_positions() - end))) <= SETTLE_TOL:
-                break
-            self.step(np.r_[end, self._width_out()])
-        return Outcome(True, points_executed=len(traj))
-
-    def _drop_row(self, traj: JointTrajectory, n: int) -> int | None:
-        """The row at which a pending drop strikes: a carry (closed on something, the hand
-        travelling ≥ 5 cm in the plane)."""
-        if self.drop_at is None or self.dropped_t is not None:
-            return None
-        if self.width_cmd > 0.01 or self.env.gripper_width() <= MIN_HELD_WIDTH:
-            return None
-        kin = self.kinematics
-        a, b = kin.fk(traj.positions[0])[0], kin.fk(traj.positions[-1])[0]
-        if float(np.hypot(*(b - a)[:2])) < 0.05:
-            return None
-        return max(1, round(self.drop_at * n))
-
-
-class MotorController:
-    """MotorMind's controller: validates a batch (planned whole from the measured state before
-    anything moves) and executes it through `ArmController.run_motion`; returns the measured
-    motion per command."""
-
-    def __init__(self, backend: EnvMotionBackend, kinematics: Any) -> None:
-        self.robot = load_robot("fr3")
-        self.backend = backend
-        self.arm = ArmController(self.robot, kinematics, backend, backend.env.dt)
-        self.slot = GoalSlot()
-        self._handle: object | None = None
-
-    def stop_at_boundary(self) -> None:
-        """A STOP: the batch ends at its next command boundary (ExecuteMotion's cancel)."""
-        handle = self._handle
-        if handle is not None:
-            self.slot.cancel(handle, at_boundary=True)
-
-    def execute(self, commands: list[MotionCommand],
-                on_command: Callable[[int], None]) -> tuple[Measured, list[np.ndarray]]:
-        handle = object()
-        run = self.slot.begin(handle)
-        self._handle = handle
-        p0 = self.arm.kinematics.fk(self.backend.env.joint_positions())[0]
-        self.backend.commands, self.backend.index = list(commands), 0
-
-        def boundary(i: int, _pose: Any) -> None:
-            self.backend.index = i + 1
-            on_command(i)
-
-        try:
-            res = self.arm.run_motion(run, lambda: commands, boundary)
-        finally:
-            self._handle = None
-            self.slot.end(run)
-        poses = [np.asarray(p, float) for p, _q in res.poses]
-        prev, disp = p0, []
-        for p in poses:
-            disp.append(round(float(np.linalg.norm(p - prev)) * 1000.0, 1))
-            prev = p
-        status = {0: "succeeded", 1: "cancelled", 2: "cancelled", 3: "rejected", 4: "failed"}[
-            int(res.status)]
-        return Measured(executed=res.commands_executed, total=len(commands), status=status,
-                        message=res.message, displacement_mm=disp,
-                        widths_mm=[round(w * 1000.0, 2) for w in res.widths]), poses
-
-
-# ---------------------------------------------------------------------- monitoring
-
-
-class AttemptMonitor:
-    """One attempt's monitoring context and the thread that reads it."""
-
-    def __init__(self, attempt: int, role: MonitorRole, record: EpisodeRecord,
-                 on_stop: Callable[[], None], now: Callable[[], float]) -> None:
-        self.attempt, self.role, self.record = attempt, role, record
-        self.on_stop, self.now = on_stop, now
-        self.alerts: list[Alert] = []
-        self.discarded = 0
-        self._cond = threading.Condition()
-        self._view: MonitorView | None = None
-        self._signals: list[tuple[str, str, str]] = []
-        self._posted = 0
-        self._answered = 0
-        self._ended = False
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name=f"motor-monitor-{attempt}")
-        self._thread.start()
-
-    def post(self, view: MonitorView) -> None:
-        with self._cond:
-            self._signals.extend(view.signals)
-            self._view = view
-            self._posted += 1
-            self._cond.notify_all()
-
-    def sync(self, timeout: float) -> None:
-        """Wait (at most `timeout` s) until every posted view has been assessed."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while self._answered < self._posted and not self._ended:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                self._cond.wait(left)
-
-    def end(self) -> list[Alert]:
-        """The attempt is over: its context closes; what it heard stays with it."""
-        with self._cond:
-            self._ended = True
-            self._cond.notify_all()
-            return list(self.alerts)
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while self._view is None and not self._ended:
-                    self._cond.wait()
-                if self._view is None:
-                    return
-                view = MonitorView(**{**self._view.__dict__,
-                                      "signals": tuple(self._signals)})
-                posted = self._posted
-                self._view, self._signals = None, []
-            try:
-                alerts = self.role.assess(view)
-                error = None
-            except Exception as exc:  # a model's failure is evidence, not a crash
-                alerts, error = [], f"{type(exc).__name__}: {exc}"
-            with self._cond:
-                ended = self._ended
-                if not ended:
-                    self.alerts.extend(alerts)
-                self._answered = posted
-                self._cond.notify_all()
-            t = self.now()
-            if error is not None:
-                self.record.write("monitor_error", t, attempt=self.attempt, error=error)
-            for a in alerts:
-                if ended:
-                    self.discarded += 1
-                    self.record.write("alert_discarded", t, attempt=self.attempt,
-                                      monitor=self.role.name, **a.model_dump())
-                    continue
-                self.record.write("alert", t, attempt=self.attempt, monitor=self.role.name,
-                                  **a.model_dump())
-                if a.level == "stop":
-                    self.on_stop()
-            if ended:
-                return
-
-
-class MemoryWriter:
-    """Condenses evidence in the background; `latest` never waits."""
-
-    def __init__(self, role: MemoryRole, record: EpisodeRecord,
-                 now: Callable[[], float]) -> None:
-        self.role, self.record, self.now = role, record, now
-        self._lock = threading.Lock()
-        self._note = ""
-        self._seq = 0  # of the latest completed note
-        self._submitted = 0
-        self._jobs: queue.Queue[tuple[int, dict[str, Any]] | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="motor-memory")
-        self._thread.start()
-
-    def submit(self, evidence: dict[str, Any]) -> int:
-        with self._lock:
-            self._submitted += 1
-            seq = self._submitted
-        self._jobs.put((seq, evidence))
-        return seq
-
-    def latest(self) -> tuple[int, str, int]:
-        """(seq of the latest completed note, its text, notes still being written)."""
-        with self._lock:
-            return self._seq, self._note, self._submitted - self._seq
-
-    def close(self) -> None:
-        self._jobs.put(None)
-
-    def _run(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            seq, evidence = job
-            with self._lock:
-                previous = self._note
-            try:
-                note = self.role.condense(previous, evidence).note
-            except Exception as exc:  # keep the last good note
-                self.record.write("memory_error", self.now(), seq=seq,
-                                  error=f"{type(exc).__name__}: {exc}")
-                with self._lock:
-                    self._seq = seq
-                continue
-            # recorded before it is published: an attempt that reads it comes after its line
-            self.record.write("memory_note", self.now(), seq=seq, memory=self.role.name,
-                              note=note)
-            with self._lock:
-                self._note, self._seq = note, seq
 
 
 # ---------------------------------------------------------------------- the loop
@@ -369,7 +112,9 @@ class MotorOrchestrator(Orchestrator):
         # the motor loop steps the physics itself, one control period per trajectory row
         self.env, self.prims, self.halt_tool = self.port.env, self.port.prims, \
             self.port.halt_tool
-        self.roles = roles or MotorRoles()
+        # the decider opened the model's backend (and checked its options); the roles share it
+        self.roles = roles or MotorRoles.for_decider(self.cfg,
+                                                     getattr(self.decider, "backend", None))
         self.settings = settings or MotorSettings()
         self.motion_kinematics = make_kinematics(load_robot("fr3"))
         self.base = np.asarray(self.env.robot_base_pose()[0], float)
@@ -377,6 +122,9 @@ class MotorOrchestrator(Orchestrator):
         self._expect_holding: bool | None = None
         self._next_view = 0.0
         self._seen: Observation | None = None  # the last observation (reused if nothing moved)
+        self._subgoal_rgb: dict[str, np.ndarray] = {}  # the camera at each subgoal's start
+        self._attempt_rgb: np.ndarray | None = None  # at the attempt's start (looking monitor)
+        self._next_image = 0.0
 
     def _step(self, row: np.ndarray) -> WorldState:
         """One control period: truth, verdict and monitor see it (maybe an interrupt)."""
@@ -399,55 +147,21 @@ class MotorOrchestrator(Orchestrator):
         if ctx is not None and state.t + 1e-9 >= self._next_view:
             self._next_view = state.t + 1.0 / self.cfg.monitor_hz
             sigs, self._queued = list(self._queued), []
+            rgb = None
+            if self._attempt_rgb is not None and state.t + 1e-9 >= self._next_image:
+                self._next_image = state.t + 1.0 / self.cfg.vlm_monitor_hz
+                rgb = self.port.camera_image()
             ctx.post(MonitorView(
                 t=state.t, attempt=ctx.attempt, subgoal=self._active.id if self._active else "",
                 signals=tuple((s.kind, s.reason, s.detail) for s in sigs),
                 width=self.env.gripper_width(), width_cmd=self.backend.width_cmd,
                 expect_holding=self._expect_holding, hand_z=float(self.env.hand_pose()[0][2]),
-                table_z=self.scene.table.height))
+                table_z=self.scene.table.height, rgb_now=rgb, rgb_before=self._attempt_rgb))
         return state
 
     def _observation(self, sg: Subgoal, memory: str) -> Observation:
-        """Perception (the tools' camera and backend) and proprioception, in the world frame."""
-        from mango.orchestrator.planning import entity_phrase
-
-        others = [entity_phrase(self.scene, e.id) for e in self.scene.entities
-                  if e.movable and e.id != sg.object and e.id != sg.destination]
-        asked = [p for p in (sg.object_phrase, self._dest_phrase(sg)) if p]
-        found, _ = self.prims.detect(list(dict.fromkeys(asked + others)))
-        obj = found.get(sg.object_phrase or "")
-        dest = found.get(self._dest_phrase(sg) or "")
-        q = self.env.joint_positions()
-        p, quat = self.motion_kinematics.fk(q)
-        rot = quat_to_mat(quat)
-        width, cmd = self.env.gripper_width(), self.backend.width_cmd
-        at = None
-        if obj is not None and dest is not None and sg.relation in ("in", "on"):
-            view = StateView(WorldState(t=self.env.time, objects={
-                "obj": _box(obj), "dest": _box(dest)}), Thresholds())
-            at = (p_in if sg.relation == "in" else p_on)(view, "obj", "dest")
-        lo, hi = self.robot_q7
-        return Observation(
-            t=self.env.time, subgoal=sg, hand=np.asarray(p, float) + self.base,
-            opening_yaw=math.atan2(float(rot[1, 1]), float(rot[0, 1])), q7=float(q[6]),
-            q7_range=(lo, hi), width=width, width_cmd=cmd,
-            # commanded closed and stopped by something: not on air, not held open
-            holding=cmd < 0.01 and MIN_HELD_WIDTH < width < GRIPPER_OPEN - 0.01, object_det=obj,
-            destination_det=dest, at_destination=at, completed=self._done_now(),
-            travel_z=self.prims.travel_z, table_z=self.scene.table.height, memory=memory,
-            others=[d for p, d in found.items() if p not in asked],
-            table_area=self.prims.executor.area, monitored=self.cfg.monitor != "none",
-            frame=self.prims.last_frame)
-
-    @staticmethod
-    def _dest_phrase(sg: Subgoal) -> str | None:
-        place = sg.destination_phrase or ""
-        return place.split(" the ", 1)[1] if " the " in place else None
-
-    @property
-    def robot_q7(self) -> tuple[float, float]:
-        r = self.controller.robot
-        return float(r.position_lower[6]), float(r.position_upper[6])
+        return self.observer.observe(sg, memory, self.backend.width_cmd, self._done_now(),
+                                     self.states[-1])
 
     def _propose(self, obs: Observation, attempt: int, k: int, feedback: str | None
                  ) -> tuple[ActionBatch | None, list[MotionCommand], str | None]:
@@ -477,6 +191,9 @@ class MotorOrchestrator(Orchestrator):
                  ) -> tuple[Measured, list[Alert]]:
         """Run a batch under its own monitoring context (opened and closed here)."""
         self._expect_holding = batch.expect_holding
+        if getattr(self.roles.monitor, "wants_images", False):
+            self._attempt_rgb = self.port.camera_image()
+            self._next_image = self.env.time
         mon = AttemptMonitor(attempt, self.roles.monitor, self.record,
                              self.controller.stop_at_boundary, lambda: self.env.time)
         self._monitor_ctx = mon
@@ -486,12 +203,13 @@ class MotorOrchestrator(Orchestrator):
         try:
             if commands:
                 measured, _ = self.controller.execute(
-                    commands, lambda _i: _sync_at_boundary(mon, sync))
+                    commands, lambda _i: sync_at_boundary(mon, sync))
             else:
                 measured = Measured(0, 0, "succeeded", "nothing to run")
-            _sync_at_boundary(mon, sync)
+            sync_at_boundary(mon, sync)
         finally:
             self._monitor_ctx = None
+            self._attempt_rgb = None
             alerts = mon.end()
         return measured, alerts
 
@@ -561,6 +279,11 @@ class MotorOrchestrator(Orchestrator):
             drop_at = self.fault.when if inj.fault is not None else None
         self.backend = EnvMotionBackend(self, self._motor_step, self.motion_kinematics, drop_at)
         self.controller = MotorController(self.backend, self.motion_kinematics)
+        r = self.controller.robot
+        self.observer = MotorObserver(self.scene, self.env, self.prims, self.motion_kinematics,
+                                      self.base, (float(r.position_lower[6]),
+                                                  float(r.position_upper[6])),
+                                      self.cfg.monitor != "none")
         self.plan = make_plan(self.scene, self.instruction, state, self.oracle)
         self.monitor = self._make_monitor()
         t0 = time.perf_counter()
@@ -626,6 +349,8 @@ class MotorOrchestrator(Orchestrator):
         obs = self._seen if self._seen is not None and self._seen.t == self.env.time and \
             self._seen.subgoal.id == sg.id else self._observation(sg, note)
         obs.memory = note
+        if obs.rgb_now is not None:
+            obs.rgb_before = self._subgoal_rgb.setdefault(sg.id, obs.rgb_now)
         feedback: str | None = None
         batch: ActionBatch | None = None
         measured = Measured(0, 0, "rejected", "no executable proposal")
@@ -649,6 +374,7 @@ class MotorOrchestrator(Orchestrator):
         held_before = obs.holding
         self._width = self.backend._width_out()
         after = self._observation(sg, note)
+        after.rgb_before = obs.rgb_now
         self._seen = after
         measure_grip(measured, held_before, after)
         self.record.write("motion", self.env.time, attempt=attempt, subgoal=sg.id,
@@ -691,16 +417,6 @@ class MotorOrchestrator(Orchestrator):
                        reason=rev.reason)
         return list(rev.remaining)
 
-
-def _sync_at_boundary(mon: AttemptMonitor, timeout: float) -> None:
-    """A command boundary: a synchronous monitor's answers are in before the next command."""
-    if timeout:
-        mon.sync(timeout)
-
-
-def _box(det: Any) -> EntityState:
-    return EntityState(position=tuple(det.centroid), size=tuple(det.size),
-                       orientation=(1.0, 0.0, 0.0, 0.0))
 
 
 def run_motor_task(scene: Any, seed: int, config: Any, fault: Fault | None = None,

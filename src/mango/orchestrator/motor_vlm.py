@@ -1,7 +1,11 @@
 """MotorMind's roles over a language model (`mango.llm`: any OpenAI-compatible server, the
 local llama.cpp one): each role fills its prompt template (`config/prompts/motor/`) with the
 observation as JSON and asks for its schema; the backend validates and repairs the answer.
-The offline rules (`roles`) stay the deterministic default; these are what a model says.
+The roles that look (executor, verifier, monitor) are shown the tools' camera as the `vlm`
+decider is (`prompts.image_data_url` / `user_message`: BEFORE and NOW as PNG or JPEG data
+URLs): the executor the subgoal's start and now, the verifier the batch's start and its
+end, the monitor the attempt's start and the camera at the images' rate. The offline rules
+(`roles`) stay the deterministic default; these are what a model says.
 """
 
 from __future__ import annotations
@@ -11,11 +15,13 @@ from pathlib import Path
 from string import Template
 from typing import Any, TypeVar
 
+import numpy as np
 from pydantic import BaseModel
 
 from mango.control.robot import REPO_ROOT
 from mango.errors import InputError
 from mango.llm.backend import AgentCall, LLMBackend
+from mango.orchestrator.prompts import image_data_url, user_message
 from mango.orchestrator.roles import (
     ActionBatch,
     Alert,
@@ -50,29 +56,48 @@ def _json(data: Any) -> str:
 
 
 class _ModelRole:
-    """One role's prompt and its call through the backend."""
+    """One role's prompt and its call through the backend; a role that `wants_images` is
+    shown BEFORE and NOW (`image_size` (width, height), `image_format` png | jpeg)."""
 
     name = "vlm"
     prompt = ""
     llm_role = "generator"  # the backend's role name (which model answers)
+    wants_images = False
 
-    def __init__(self, backend: LLMBackend) -> None:
+    def __init__(self, backend: LLMBackend, image_size: tuple[int, int] = (640, 480),
+                 image_format: str = "png") -> None:
         self.backend = backend
         self.template = load_prompt(self.prompt)
+        self.image_size, self.image_format = image_size, image_format
 
-    def _ask(self, schema: type[T], **fields: str) -> T:
-        text = self.template.safe_substitute(**fields)
+    def _images(self, before: np.ndarray | None, now: np.ndarray | None
+                ) -> list[tuple[str, str]]:
+        """BEFORE (unless it is NOW) and NOW, those there are, as data URLs."""
+        if not self.wants_images:
+            return []
+        pairs = [("NOW", now)] if before is None or before is now else [("BEFORE", before),
+                                                                        ("NOW", now)]
+        return [(label, image_data_url(img, self.image_size, self.image_format))
+                for label, img in pairs if img is not None]
+
+    def _ask(self, schema: type[T], images: list[tuple[str, str]] | None = None,
+             **fields: str) -> T:
+        labels = [label for label, _ in images or []]
+        note = (f"Camera images follow: {' and '.join(labels)}." if labels else
+                "No camera image is available." if self.wants_images else "")
+        text = self.template.safe_substitute(images_note=note, **fields)
         call = AgentCall(role=self.llm_role, task=f"motor.{self.prompt}",
-                         messages=[{"role": "user", "content": text}], context=fields)
+                         messages=[user_message(text, images or [])], context=fields)
         return self.backend.complete(call, schema)
 
 
 class VlmExecutor(_ModelRole):
     prompt = "executor"
+    wants_images = True
 
     def propose(self, obs: Observation, feedback: str | None) -> ActionBatch:
-        batch = self._ask(ActionBatch, observation=_json(obs.summary()),
-                          feedback=feedback or "")
+        batch = self._ask(ActionBatch, self._images(obs.rgb_before, obs.rgb_now),
+                          observation=_json(obs.summary()), feedback=feedback or "")
         return batch.model_copy(update={"rule": None})  # a model's answer names no rule
 
 
@@ -80,20 +105,25 @@ class VlmMonitor(_ModelRole):
     prompt = "monitor"
     llm_role = "assessor"
     synchronous = False  # a model is never waited for at a command boundary
+    wants_images = True
 
     def assess(self, obs: MonitorView) -> list[Alert]:
-        view = {**obs.__dict__, "signals": [list(s) for s in obs.signals]}
+        view = {k: v for k, v in obs.__dict__.items() if not k.startswith("rgb_")}
+        view["signals"] = [list(s) for s in obs.signals]
+        images = self._images(obs.rgb_before, obs.rgb_now) if obs.rgb_now is not None else []
         return [a.model_copy(update={"rule": None})
-                for a in self._ask(AlertList, view=_json(view)).alerts]
+                for a in self._ask(AlertList, images, view=_json(view)).alerts]
 
 
 class VlmVerifier(_ModelRole):
     prompt = "verifier"
     llm_role = "judge"
+    wants_images = True
 
     def verify(self, obs: Observation, batch: ActionBatch, measured: Measured,
                alerts: list[Alert]) -> Verdict:
-        v = self._ask(Verdict, criterion=criterion(obs.subgoal),
+        v = self._ask(Verdict, self._images(obs.rgb_before, obs.rgb_now),
+                      criterion=criterion(obs.subgoal),
                       batch=_json(batch.model_dump()), measured=_json(measured.__dict__),
                       alerts=_json([a.model_dump() for a in alerts]),
                       observation=_json(obs.summary()))

@@ -9,6 +9,8 @@ step — checked here, so a plan never hands the VLA words it cannot follow.
 
 from __future__ import annotations
 
+import contextlib
+
 from mango.oracle.model import FineGrainedOracle, load_oracle
 from mango.oracle.world_state import WorldState
 from mango.orchestrator.schemas import Plan, Subgoal
@@ -32,6 +34,19 @@ def entity_phrase(scene: SceneSpec, entity_id: str) -> str:
     return " ".join(words)
 
 
+# a side word of a table region's id -> how an empty-space destination says it
+_SIDES = {"right": "right of", "left": "left of", "front": "in front of", "back": "behind"}
+
+
+def part_phrase(scene: SceneSpec, region_id: str) -> str:
+    """How people call a fixture's part by its region ("the top drawer of the wooden
+    cabinet")."""
+    region = scene.region(region_id)
+    extra = [w for w in region_id.split("_") if w not in _DROP and
+             w not in region.parent.split("_")]
+    return f"the {' '.join([*extra, region.part])} of the {entity_phrase(scene, region.parent)}"
+
+
 def _destination_phrases(scene: SceneSpec, s: SkillSpec) -> list[tuple[str, str]]:
     """(instruction tail, place phrasing) candidates for a pick-and-place destination."""
     target = s.target or ""
@@ -45,18 +60,17 @@ def _destination_phrases(scene: SceneSpec, s: SkillSpec) -> list[tuple[str, str]
         return [(f"{rel} the {p}", f"{rel} the {p}")]
     out: list[tuple[str, str]] = []
     words = [w for w in target.split("_") if w not in _DROP]
-    for side in ("right", "left"):
-        if side in words and region.parent == scene.table.id:
+    on_table = region.parent == scene.table.id
+    for side, space in _SIDES.items():
+        if side in words and on_table:
             land = [w for w in words if w not in (side, "living", "room", "table", "kitchen",
                                                   "main", "study")]
-            lp = " ".join(land)
-            out.append((f"to the {side} of the {lp}", f"empty space {side} of the {lp}"))
+            lp = " ".join(land) or entity_phrase(scene, scene.table.id)
+            out.append((f"to the {side} of the {lp}", f"empty space {space} the {lp}"))
     parent = entity_phrase(scene, region.parent)
     if region.part != "base":
-        extra = [w for w in words if w not in region.parent.split("_")]
-        out.append((f"{rel} the {' '.join([*extra, region.part])} of the {parent}",
-                    f"{rel} the {parent}"))
-    if "back" in words or "front" in words:
+        out.append((f"{rel} {part_phrase(scene, target)}", f"{rel} the {parent}"))
+    if ("back" in words or "front" in words) and not on_table:
         side = "back" if "back" in words else "front"
         out.append((f"{rel} the {side} compartment of the {parent}", f"{rel} the {parent}"))
     out.append((f"{rel} the {parent}", f"{rel} the {parent}"))
@@ -74,10 +88,18 @@ def subgoal_texts(scene: SceneSpec, k: int) -> tuple[list[str], str | None, str 
         for tail, place in _destination_phrases(scene, s):
             cands.append((f"put the {obj_phrase} {tail}", place))
             cands.append((f"pick up the {obj_phrase} and place it {tail}", place))
-    elif s.skill == "close":
+    elif s.skill in ("close", "open"):
         owner = scene.joint_owner(s.joint or "")
-        cands.append((f"close the {entity_phrase(scene, owner.id)}", None))
-        cands.append((f"close the {entity_phrase(scene, owner.id)} {'door' if owner.shape == 'microwave' else 'drawer'}", None))  # noqa: E501
+        with contextlib.suppress(KeyError):  # a drawer's region: the part by its name
+            cands.append((f"{s.skill} {part_phrase(scene, s.joint or '')}", None))
+        part = "door" if owner.shape == "microwave" else "drawer"
+        cands.append((f"{s.skill} the {entity_phrase(scene, owner.id)}", None))
+        cands.append((f"{s.skill} the {entity_phrase(scene, owner.id)} {part}", None))
+    elif s.skill == "push":
+        obj_phrase = entity_phrase(scene, s.obj or "")
+        for tail, _place in _destination_phrases(scene, s):
+            to = tail if tail.startswith("to ") else f"to {tail.split(' ', 1)[1]}"
+            cands.append((f"push the {obj_phrase} {to}", None))
     else:
         cands.append((f"turn on the {entity_phrase(scene, s.device or '')}", None))
         cands.append((f"switch on the {entity_phrase(scene, s.device or '')}", None))

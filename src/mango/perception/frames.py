@@ -39,14 +39,18 @@ class FrameAssembler:
     def has(self, kind: str) -> bool:
         return bool(self._images[kind])
 
-    def latest(self, required: tuple[str, ...]) -> tuple[float, dict[str, Any]] | None:
+    def latest(self, required: tuple[str, ...], stamp: float | None = None
+               ) -> tuple[float, dict[str, Any]] | None:
         """(stamp, images) of the newest capture that has every `required` kind (others
-        added when they have that stamp); None if there is none."""
+        added when they have that stamp), or of the one taken at `stamp`; None if there is
+        none."""
         if not required:
             return None
         stamps = set(self._images[required[0]])
         for k in required[1:]:
             stamps &= set(self._images[k])
+        if stamp is not None:  # a stamp that went through a message: to the microsecond
+            stamps = {t for t in stamps if abs(t - stamp) < 1e-6}
         if not stamps:
             return None
         t = max(stamps)

@@ -83,15 +83,18 @@ def _match(scene: SceneSpec, goal: Goal) -> int:
         if kind == "pick_place" and s.obj == goal.obj and _same_place(scene, s.target,
                                                                       goal.target):
             return k
-        if kind == "close" and _owner(scene, s.joint or "") == _owner(scene, goal.obj):
+        if kind in ("close", "open") and _owner(scene, s.joint or "") == _owner(scene, goal.obj):
             return k
         if kind == "turn_on" and s.device == goal.obj:
             return k
-    if kind == "pick_place":
-        moves = [s for s in scene.expert if s.skill == "pick_place" and s.obj == goal.obj]
+        if kind == "push" and s.obj == goal.obj and _same_place(scene, s.target, goal.target):
+            return k
+    if kind in ("pick_place", "push"):
+        moves = [s for s in scene.expert if s.skill == kind and s.obj == goal.obj]
+        verb = "puts" if kind == "pick_place" else "pushes"
         if moves:
             raise UngroundedInstruction(
-                f"'{goal.text}': the expert puts {goal.obj} only {moves[0].relation} "
+                f"'{goal.text}': the expert {verb} {goal.obj} only {moves[0].relation} "
                 f"{moves[0].target}, not {goal.relation} {goal.target}")
         objs = ", ".join(s.obj or "" for s in scene.expert if s.skill == "pick_place")
         raise UngroundedInstruction(
@@ -100,19 +103,20 @@ def _match(scene: SceneSpec, goal: Goal) -> int:
 
 
 def _fixture_words(scene: SceneSpec, s: SkillSpec) -> set[str]:
-    """What people call the fixture a close step acts on: its description, id and part."""
+    """What people call the fixture a close or open step acts on: its description, id and
+    part."""
     e = scene.joint_owner(s.joint or "")
     return set(tokens_of(e.description or "")) | set(tokens_of(e.id)) | {ARTICULATED[e.shape]}
 
 
-def _close_by_part(scene: SceneSpec, text: str) -> int | None:
-    """A close clause whose noun phrase names a fixture's part ("close the drawer"), which the
-    scene objects do not list as an entity of its own: the close step whose fixture's words
-    share the phrase's content words."""
-    words = set(tokens_of(text)) - {"close", "shut", "the", "a", "an"}
+def _step_by_part(scene: SceneSpec, skill: str, text: str) -> int | None:
+    """A close or open clause whose noun phrase names a fixture's part ("close the drawer"),
+    which the scene objects do not list as an entity of its own: the step of that skill whose
+    fixture's words share the phrase's content words."""
+    words = set(tokens_of(text)) - {"close", "shut", "open", "the", "a", "an"}
     best, best_n = None, 0
     for k, s in enumerate(scene.expert):
-        if s.skill == "close":
+        if s.skill == skill:
             n = len(words & _fixture_words(scene, s))
             if n > best_n:
                 best, best_n = k, n
@@ -143,8 +147,8 @@ def expert_subgoal(scene: SceneSpec, instruction: str) -> ExpertSubgoal:
     if problems:
         # a part the scene does not list as an entity ("close the drawer") is still a step
         for i, clause in enumerate(clauses):
-            if clause.verb == "close" and clause.obj is not None:
-                k = _close_by_part(scene, clause.obj.text)
+            if clause.verb in ("close", "open") and clause.obj is not None:
+                k = _step_by_part(scene, clause.verb, clause.obj.text)
                 if k is not None:
                     found.append((i, k))
                     problems = [p for p in problems if f"'{clause.obj.text}'" not in p]

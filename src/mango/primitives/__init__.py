@@ -12,7 +12,8 @@ from mango.primitives.executor import (
     PrimitiveExecutor,
     PrimitivePorts,
 )
-from mango.primitives.planning import PlaceRequest, parse_destination, plan_grasp
+from mango.primitives.grasps import plan_grasp
+from mango.primitives.planning import PlaceRequest, parse_destination
 from mango.primitives.runner import SimPrimitives
 
 __all__ = ["Executed", "GraspOutcome", "Measurement", "Perceived", "PlaceOutcome",

@@ -26,15 +26,15 @@ from typing import Literal
 import numpy as np
 
 from mango.errors import UnreachableError
-from mango.geometry import frame_quat, quat_to_mat, quat_yaw
+from mango.geometry import quat_yaw
 from mango.oracle.predicates import StateView, Thresholds, p_grasped, p_in, p_on
 from mango.oracle.world_state import EntityState, WorldState
 from mango.perception.base import Detection, RGBDFrame
+from mango.primitives.grasps import GraspScene, grasp_options, wrap_angle
 from mango.primitives.motion import WorldFrameIK, to_chunks
+from mango.primitives.moves import HandMoves, turned
 from mango.primitives.planning import (
     GRIPPER_OPEN,
-    GraspPlan,
-    GraspScene,
     KnownFixture,
     PlaceRequest,
     PlaceTarget,
@@ -42,21 +42,21 @@ from mango.primitives.planning import (
     container_target,
     drawer_q_from_box,
     empty_space_target,
+    fixture_of,
     fixture_release,
     footprint_extents,
-    grasp_options,
     surface_height,
     surface_target,
 )
+from mango.primitives.shape import RoundBody
 from mango.primitives.transit import LadderTransit, TransitPlanner
 from mango.sim.expert.arm import ExpertError, PlannedArm
-from mango.sim.expert.motions import down_quat, travel_height
+from mango.sim.expert.motions import travel_height
 from mango.sim.scene import SceneSpec
 
 log = logging.getLogger(__name__)
 
 Status = Literal["succeeded", "failed", "cancelled", "rejected"]
-CLOSED = 0.0
 MIN_HELD_WIDTH = 0.003  # m: fingers closer than this closed on air
 FINGERS = ("robot_left_finger", "robot_right_finger")
 
@@ -74,6 +74,8 @@ class GraspOutcome:
     hand_pose: tuple[list[float], list[float]] | None = None  # measured: position, [w x y z]
     approach: Literal["top", "side"] = "top"
     direction: list[float] | None = None  # side: the horizontal axis the hand points along
+    body: RoundBody | None = None  # the round body its points showed (a mug: its handle)
+    offset: np.ndarray | None = None  # xy from the hand to the object's axis (by a handle)
 
 
 @dataclass
@@ -85,6 +87,7 @@ class PlaceOutcome:
     satisfied_truth: bool | None = None
     destination_id: str | None = None
     release_quat: list[float] | None = None  # measured hand orientation at the release
+    turn: float = 0.0  # rad the hand turned the held object about the vertical on the way
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,7 @@ class PrimitiveExecutor:
         self.ports, self.ik, self.scene = ports, ik, scene
         self.transit: TransitPlanner = transit or LadderTransit()
         self.travel_z = travel_height(scene)
+        self.moves = HandMoves(self.transit, self.travel_z, self._arm)
         self.area = table_area(scene)
         self.held: GraspOutcome | None = None
         # the commanded opening (the measured one is smaller when the fingers squeeze)
@@ -245,27 +249,16 @@ class PrimitiveExecutor:
                 out.append(fx)
         return out
 
-    def _fixture_of(self, det: Detection | None,
-                    fixtures: Sequence[KnownFixture]) -> KnownFixture | None:
-        """The known fixture a detection is: by entity id, else the one under its centroid
-        (a backend that knows no ids)."""
-        if det is None:
-            return None
-        for fx in fixtures:
-            if det.entity_id is not None and fx.entity_id == det.entity_id:
-                return fx
-        if det.entity_id is None:
-            return next((fx for fx in fixtures if fx.contains(det.centroid)), None)
-        return None
-
     def _fixture_phrases(self, held: str) -> list[str]:
         """A phrase per scene fixture and device: what can stand over an object."""
         return [p for e in self.scene.entities if e.kind != "object"
                 if (p := e.description or e.id.rsplit("_", 1)[0].replace("_", " ")) != held]
 
-    def grasp(self, phrase: str, destination: PlaceRequest | None = None) -> GraspOutcome:
+    def grasp(self, phrase: str, destination: PlaceRequest | None = None, *,
+              turnable: bool = True) -> GraspOutcome:
         """Grasp what `phrase` names; `destination`, where the place that follows is known
-        (a pick-and-place), lets a horizontal insertion be prepared by a side grasp."""
+        (a pick-and-place), lets a horizontal insertion be prepared by a side grasp (or by
+        a top-down one the place turns and regrasps, unless not `turnable`)."""
         self._rows_total = self._rows_done = 0
         self._phase_start("detect")
         extra = self._fixture_phrases(phrase)
@@ -284,20 +277,20 @@ class PrimitiveExecutor:
         fixtures = self.known_fixtures(m0.world)
         into = None
         if destination is not None and destination.kind == "in" and destination.anchor:
-            into = self._fixture_of(seen.found.get(destination.anchor), fixtures)
+            into = fixture_of(seen.found.get(destination.anchor), fixtures)
         others = [d for p, d in seen.found.items() if p != phrase]
         try:
             plans = grasp_options(det, GraspScene(others, fixtures, self.area.base, seen.frame,
-                                                  into))
+                                                  into, turnable))
         except ValueError as exc:
             return GraspOutcome("rejected", det.entity_id, False, str(exc), detection=det)
         why: list[str] = []
         for plan in plans:  # the first whose motion the arm can follow
             arm = self._arm(m0.q, self.width_cmd)
             try:
-                approach, close, lift = (self._side_grasp_rows(arm, plan)
+                approach, close, lift = (self.moves.side_grasp(arm, plan)
                                          if plan.approach == "side"
-                                         else self._top_grasp_rows(arm, plan))
+                                         else self.moves.top_grasp(arm, plan))
                 break
             except (ExpertError, UnreachableError) as exc:
                 why.append(f"{plan.reason}: {exc}")
@@ -317,64 +310,18 @@ class PrimitiveExecutor:
             return GraspOutcome(status, det.entity_id, False, msg, m.width, detection=det,
                                 hand_pose=self._hand(m))
         out = self._judge_grasp(phrase, det, plan.hand_above_bottom)
+        out.body, out.offset = plan.body, plan.offset
         if plan.approach == "side":
             assert plan.direction is not None
             out.approach = "side"
             out.direction = [round(float(v), 4) for v in plan.direction]
+        if plan.reason != "top-down":
             out.message += f"; {plan.reason}"
         if out.grasped:
             self.held = out
         else:
             self._let_go()
         return out
-
-    def _top_grasp_rows(self, arm: PlannedArm, plan: GraspPlan
-                        ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
-        """Pre-grasp above, straight down, close, lift to cruise height."""
-        quat = down_quat(arm.grip_yaw(plan.opening_yaw))
-        approach = self.transit.approach(arm, plan.pre_grasp, quat, plan.width)
-        approach += arm.line(plan.grasp, speed=arm.approach_speed)
-        close = arm.hold(0.15) + arm.hold(0.7, CLOSED)
-        lift = arm.line(np.array([plan.grasp[0], plan.grasp[1], self.travel_z]),
-                        speed=arm.approach_speed)
-        lift += arm.hold(0.2)
-        return approach, close, lift
-
-    def _side_grasp_rows(self, arm: PlannedArm, plan: GraspPlan
-                         ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
-        """Above the pre-grasp with the hand as it is, down to it turning horizontal (a
-        horizontal hand cannot reach high), straight in along the axis, close; lift 5 cm, or
-        (overhead blocked) 1 cm, back out along the axis to the pre-grasp, then up. Of the
-        hand's two rolls about the axis, the first the arm can follow (one of them needs a
-        wrist flip on the way for many axes)."""
-        assert plan.direction is not None
-        q0, w0 = arm.q.copy(), arm.width
-        err: Exception | None = None
-        for roll in (1.0, -1.0):
-            try:
-                return self._side_grasp_roll(self._arm(q0, w0), plan, roll)
-            except (ExpertError, UnreachableError) as exc:
-                err = exc
-        assert err is not None
-        raise err
-
-    def _side_grasp_roll(self, arm: PlannedArm, plan: GraspPlan, roll: float
-                         ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
-        assert plan.direction is not None
-        d = plan.direction
-        up = np.array([0.0, 0.0, 0.09])
-        approach = self.transit.approach(arm, plan.pre_grasp + up, arm.pose()[1], plan.width)
-        approach += arm.line(plan.pre_grasp, horizontal_quat(d, roll), speed=arm.approach_speed)
-        approach += arm.line(plan.grasp, speed=0.1)
-        close = arm.hold(0.15) + arm.hold(0.7, CLOSED)
-        if plan.retreat:
-            lift = arm.line(plan.grasp + np.array([0.0, 0.0, 0.01]), speed=0.05)
-            lift += arm.line(plan.pre_grasp + np.array([0.0, 0.0, 0.01]), speed=0.1)
-            lift += arm.line(plan.pre_grasp + np.array([0.0, 0.0, 0.05]), speed=0.1)
-        else:
-            lift = arm.line(plan.grasp + np.array([0.0, 0.0, 0.05]), speed=0.1)
-        lift += arm.hold(0.2)
-        return approach, close, lift
 
     def _judge_grasp(self, phrase: str, det: Detection, hand_above_bottom: float
                      ) -> GraspOutcome:
@@ -424,7 +371,7 @@ class PrimitiveExecutor:
         if req.kind == "in":
             assert anchor is not None
             m = self.ports.measure()
-            fx = self._fixture_of(anchor, self.known_fixtures(m.world))
+            fx = fixture_of(anchor, self.known_fixtures(m.world))
             if fx is None:
                 return container_target(anchor), anchor
             if fx.shape == "drawer_cabinet" and fx.drawer_q is None:
@@ -464,25 +411,27 @@ class PrimitiveExecutor:
         regrasped = ""
         if target.insert is not None and held.approach != "side":
             phrase = object_phrase or (held.detection.phrase if held.detection else "")
-            failed = self._regrasp_from_side(req, phrase, held)
-            if failed is not None:
-                return failed
+            done = self._regrasp_from_side(req, phrase, held, target.insert)
+            if isinstance(done, PlaceOutcome):
+                return done
             assert self.held is not None
             held, regrasped = self.held, "regrasped from the side (held from the top, a roof " \
-                "over the inside); "
+                f"over the inside{done}); "
             self._rows_total = self._rows_done = 0
             self._phase_start("plan")
         release = target.release_hand(held.hand_above_bottom)
         m0 = self.ports.measure()
         arm = self._arm(m0.q, self.width_cmd)
+        turn = 0.0
         try:
             if target.insert is not None:
-                approach, let_go, retreat = self._insert_rows(arm, release, target.insert,
+                approach, let_go, retreat = self.moves.insert(arm, release, target.insert,
                                                               m0.width)
             elif held.approach == "side":
-                approach, let_go, retreat = self._side_held_rows(arm, release, m0.width)
+                approach, let_go, retreat = self.moves.side_held_place(arm, release, m0.width)
             else:
-                approach, let_go, retreat = self._top_place_rows(arm, release, m0.width)
+                (approach, let_go, retreat), turn = self.moves.top_place(
+                    arm, release, m0.width, req.turn, held.offset)
         except (ExpertError, UnreachableError) as exc:
             return PlaceOutcome("rejected", None, False,
                                 f"release point {np.round(release, 3).tolist()} unreachable: {exc}",
@@ -509,99 +458,47 @@ class PrimitiveExecutor:
                f"{'holds' if satisfied else 'does not hold'} (perceived{why})")
         self.ports.feedback("verify", 1.0)
         return PlaceOutcome("succeeded" if satisfied else "failed", hand[0], satisfied, msg,
-                            truth, target.entity_id or dest_id, hand[1])
+                            truth, target.entity_id or dest_id, hand[1], turn)
 
-    def _regrasp_from_side(self, req: PlaceRequest, phrase: str,
-                           held: GraspOutcome) -> PlaceOutcome | None:
+    def _regrasp_from_side(self, req: PlaceRequest, phrase: str, held: GraspOutcome,
+                           insert: np.ndarray) -> PlaceOutcome | str:
         """Put an object held from the top back where it was grasped (free and reachable: it
         was just taken from there; an empty-space search would have to see past the open
-        door's box of a microwave) and grasp it again from the side for the insertion; None
-        when it is held so, else the failed outcome saying which step failed."""
+        door's box of a microwave), turned so that a protrusion its points showed (a mug's
+        handle) leads the insertion along `insert`, out of the side grasp's way, and grasp
+        it again from the side for the insertion: how it was turned ("" for not at all) when
+        it is held so, else the failed outcome saying which step failed."""
         assert held.detection is not None
-        spot = held.detection.centroid
+        body = held.body
+        spot = body.centre if body is not None else held.detection.centroid
+        turn = 0.0
+        if body is not None and body.handle is not None:
+            turn = wrap_angle(math.atan2(insert[1], insert[0])
+                              - math.atan2(body.handle[1], body.handle[0]))
         down_req = PlaceRequest("table", None, "any",
                                 "empty space on the table where it was grasped",
-                                (float(spot[0]), float(spot[1])))
+                                (float(spot[0]), float(spot[1])), turn)
         down = self.place(down_req, phrase)
+        if down.status == "rejected" and turn and self.held is not None:
+            # the wrist cannot turn it (nothing moved): down as it is, the handle where it was
+            down = self.place(dataclasses.replace(down_req, turn=0.0), phrase)
         if down.status != "succeeded" and self.held is not None:
             return PlaceOutcome("failed", None, False, "a horizontal insertion needs the "
                                 f"object held from the side; putting it down to regrasp "
                                 f"failed: {down.message}")
-        # out of the camera's view of it (the hand is over it) before looking again
+        # out of the camera's view of it (the hand is over it) before looking again, the
+        # wrist turned back (the side grasp's path from a wrist turned far can differ)
         m = self.ports.measure()
         arm = self._arm(m.q, self.width_cmd)
         park = np.array([self.area.base[0] + 0.35, self.area.base[1], self.travel_z])
         with contextlib.suppress(_Stopped, ExpertError, UnreachableError):
-            self._run([r for part in arm.travel_to(park) for r in part], "retreat")
-        g = self.grasp(phrase, req)
+            self._run([r for part in arm.travel_to(park, turned(arm.pose()[1], -down.turn))
+                       for r in part], "retreat")
+        g = self.grasp(phrase, req, turnable=False)
         if not g.grasped or g.approach != "side":
             return PlaceOutcome("failed", None, False, "a horizontal insertion needs the "
                                 f"object held from the side; the regrasp failed: {g.message}")
-        return None
-
-    def _top_place_rows(self, arm: PlannedArm, release: np.ndarray, width: float
-                        ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
-        """Carry at cruise height over the release, lower, open a little, back up."""
-        _, quat = arm.pose()
-        carry = max(self.travel_z, float(release[2]) + 0.1)
-        approach = self.transit.transport(arm, np.array([release[0], release[1], carry]), quat)
-        approach += arm.line(release, speed=arm.approach_speed)
-        approach += arm.hold(0.1)
-        let_go = arm.hold(0.5, min(GRIPPER_OPEN, width + 0.025))
-        retreat = arm.line(np.array([release[0], release[1], carry]), speed=arm.approach_speed)
-        retreat += arm.hold(0.5)
-        return approach, let_go, retreat
-
-    def _side_held_rows(self, arm: PlannedArm, release: np.ndarray, width: float
-                        ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
-        """An object held from the side onto an open top: carried 8 cm above the release (a
-        horizontal hand cannot reach cruise height), lowered, let go, backed out along the
-        hand's axis, then up."""
-        p, quat = arm.pose()
-        d = quat_to_mat(quat)[:, 2].copy()
-        d[2] = 0.0
-        d /= max(float(np.linalg.norm(d)), 1e-9)
-        carry = max(float(p[2]), float(release[2]) + 0.08)
-        approach = self.transit.transport(arm, np.array([release[0], release[1], carry]), quat)
-        approach += arm.line(release, speed=arm.approach_speed)
-        approach += arm.hold(0.1)
-        let_go = arm.hold(0.5, min(GRIPPER_OPEN, width + 0.02))
-        back = release - 0.12 * d
-        retreat = arm.line(back, speed=0.1)
-        retreat += arm.line(back + np.array([0.0, 0.0, 0.08]), speed=arm.approach_speed)
-        retreat += arm.hold(0.5)
-        return approach, let_go, retreat
-
-    def _insert_rows(self, arm: PlannedArm, release: np.ndarray, d: np.ndarray, width: float
-                     ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
-        """A horizontal insertion under a roof: to 15 cm before the release point at the
-        carrying height (hand turned to point along d), straight in, down onto the floor,
-        let go, straight back out 16 cm, then up with the hand turned down again."""
-        p, _ = arm.pose()
-        lift_z = max(float(release[2]) + 0.005, float(p[2]))
-        at = np.array([release[0], release[1], lift_z])
-        pre = at - 0.15 * d
-        q0, err = arm.q.copy(), None
-        for roll in (1.0, -1.0):  # the hand's roll about d the arm can reach (see grasp)
-            arm.q = q0.copy()
-            try:
-                approach = self.transit.transport(arm, pre, horizontal_quat(d, roll))
-                break
-            except (ExpertError, UnreachableError) as exc:
-                err = exc
-        else:
-            assert err is not None
-            raise err
-        approach += arm.line(at, speed=0.1)
-        approach += arm.line(release, speed=0.05)
-        approach += arm.hold(0.1)
-        let_go = arm.hold(0.5, min(GRIPPER_OPEN, width + 0.02))
-        back = release + np.array([0.0, 0.0, 0.005]) - 0.16 * d
-        retreat = arm.line(back, speed=0.1)
-        retreat += arm.line(back + np.array([0.0, 0.0, 0.08]), down_quat(arm.opening_yaw()),
-                            speed=arm.approach_speed)
-        retreat += arm.hold(0.3)
-        return approach, let_go, retreat
+        return f", turned {math.degrees(down.turn):.0f} deg on the way down" if down.turn else ""
 
     def _judge_perceived(self, req: PlaceRequest, phrase: str, anchor: Detection | None,
                          target: PlaceTarget) -> tuple[bool, str]:
@@ -652,15 +549,6 @@ class PrimitiveExecutor:
         view = StateView(WorldState(t=t, objects=objects), Thresholds())
         off = float(np.hypot(obj.centroid[0] - target.xy[0], obj.centroid[1] - target.xy[1]))
         return p_on(view, "held", "table") and off < 0.05, f", {off * 100:.1f} cm from the spot"
-
-
-def horizontal_quat(d: Sequence[float], roll: float = 1.0) -> np.ndarray:
-    """The hand pointing along horizontal `d`, fingers opening horizontally; `roll` +1 or -1
-    picks which way up (the opening axis is roll * z x d)."""
-    z = np.array([d[0], d[1], 0.0], float)
-    z /= float(np.linalg.norm(z))
-    y = roll * np.array([-z[1], z[0], 0.0])
-    return frame_quat(np.cross(y, z), y, z)
 
 
 def _entity(det: Detection) -> EntityState:

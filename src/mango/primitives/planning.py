@@ -1,19 +1,13 @@
-"""Grasp and place planning from perception: where the hand goes, not how it gets there.
+"""Place planning from perception, the fixtures a place or a grasp must know, and the
+hand's sizes both use: where the hand goes, not how it gets there.
 
-A grasp is planned from one `Detection` alone (what a perception node gives): top-down at the
-3-D centroid, the fingers closing across the footprint's narrow side (the detection's yaw is
-the major axis), the opening from the narrow extent. A place destination follows VoLo's
-phrasing ("in <container>", "on <surface>", "empty space next to <anchor>", "empty space on
-the table"): container/surface centres from their detections, empty space from an occupancy
-grid of every detected footprint plus a margin.
-
-Side grasps (`choose_grasp`): when something is overhead within the top-down corridor (a known
-fixture's roof: the microwave's, the cabinet's shelf over its drawer; or another detection's
-depth points above the object) or the place that follows needs a horizontal insertion (into
-a microwave), the hand comes horizontally from the free side: out of a cavity's opening, else
-from the robot's base. Known fixtures (`KnownFixture`) are the scene file's microwaves and
-drawer cabinets at their measured (or nominal) pose: where their roof, opening and (for a
-drawer) exposed interior are.
+A place destination follows VoLo's phrasing ("in <container>", "on <surface>", "empty space
+next to <anchor>", "empty space on the table"): container/surface centres from their
+detections, empty space from an occupancy grid of every detected footprint plus a margin.
+Known fixtures (`KnownFixture`) are the scene file's microwaves and drawer cabinets at their
+measured (or nominal) pose: where their roof, opening and (for a drawer) exposed interior
+are; "in" one of them is a horizontal insertion (a roof overhead) or top down into the open
+drawer. Grasps are planned in `grasps`.
 """
 
 from __future__ import annotations
@@ -33,16 +27,8 @@ from mango.sim.parts import DRAWER_FRAC, WALL, drawer_half, drawer_local
 from mango.sim.scene import EntitySpec
 
 GRIPPER_OPEN = 0.08  # m, the Franka Hand's full opening
-FINGERTIP = 0.008  # m, pad bottoms below the TCP (as the sim's hand: sim.expert.arm)
-PRE_GRASP = 0.12  # m above the grasp point: the straight approach starts there
 RELEASE_CLEARANCE = 0.02  # m between the held object's bottom and the support at release
-GRIP_MARGIN = 0.02  # m of opening beyond the narrow extent before closing
-PRE_SIDE = 0.11  # m back along the approach axis: a side grasp's straight approach starts there
-SIDE_GRASP_MIN = 0.03  # m: a side grasp's pads at least this high above the object's bottom
 HAND_HALF_SPAN = 0.11  # m: the Franka Hand's half width along its opening axis, plus margin
-CORRIDOR = 0.02  # m: half width of the column the top-down approach sweeps over the object
-HAND_LENGTH = 0.2  # m above the TCP a vertical hand and wrist occupy
-Approach = Literal["top", "side"]
 
 PlaceKind = Literal["in", "on", "next_to", "table"]
 Side = Literal["any", "left", "right", "front", "behind"]
@@ -63,6 +49,7 @@ class PlaceRequest:
     side: Side = "any"
     text: str = ""
     at: tuple[float, float] | None = None  # table: this spot, known free (where it stood)
+    turn: float = 0.0  # rad about the vertical to turn the held object on the way (a regrasp)
 
 
 def parse_destination(text: str) -> PlaceRequest:
@@ -100,52 +87,7 @@ def footprint_extents(det: Detection) -> tuple[float, float]:
     return max(length, width), min(length, width)
 
 
-@dataclass(frozen=True)
-class GraspPlan:
-    """Where a grasp goes (world frame): hand at `grasp` with the fingers opening along
-    `opening_yaw` (mod pi), `width` open before closing, a straight approach from
-    `pre_grasp`: from above (`top`) or horizontally along `direction` (`side`)."""
-
-    entity_id: str | None
-    grasp: np.ndarray
-    pre_grasp: np.ndarray
-    opening_yaw: float
-    width: float
-    narrow: float  # m, the object's extent across the fingers
-    bottom: float  # m, the object's bottom (z) as perceived
-    approach: Approach = "top"
-    direction: np.ndarray | None = None  # side: the horizontal axis the hand points along
-    retreat: bool = False  # side, overhead blocked: back out along the axis before lifting
-    reason: str = ""  # why this approach (side grasps say what they avoid)
-
-    @property
-    def hand_above_bottom(self) -> float:
-        """Hand height above the object's bottom once grasped: what a release keeps."""
-        return float(self.grasp[2] - self.bottom)
-
-
-def plan_grasp(det: Detection) -> GraspPlan:
-    """Top-down grasp of a detected object; refuses one too wide for the hand."""
-    _major, minor = footprint_extents(det)
-    if minor > GRIPPER_OPEN - 0.005:
-        raise ValueError(f"'{det.phrase}' is {minor * 100:.1f} cm across its narrow side: "
-                         f"wider than the hand opens ({GRIPPER_OPEN * 100:.0f} cm)")
-    cx, cy, cz = det.centroid
-    top, bottom = cz + det.size[2] / 2, cz - det.size[2] / 2
-    # pads 2.2 cm below the top, but never below the table (a low object: near its bottom)
-    z = max(top - 0.022, bottom + FINGERTIP + 0.003)
-    # the detection's yaw is the major axis: the fingers open across it, unless the
-    # footprint is round (then any direction; keep the major axis' normal)
-    opening = det.yaw + math.pi / 2
-    grasp = np.array([cx, cy, z])
-    # the opening from the world box, which bounds the narrow side from above whatever the
-    # shape (the recovered `minor` assumes a rectangle: a mug's handle fools it)
-    opening_width = min(GRIPPER_OPEN, min(det.size[0], det.size[1]) + GRIP_MARGIN)
-    return GraspPlan(det.entity_id, grasp, grasp + np.array([0.0, 0.0, PRE_GRASP]),
-                     opening, opening_width, minor, bottom)
-
-
-def _yaw_rot(yaw: float) -> np.ndarray:
+def yaw_rot(yaw: float) -> np.ndarray:
     c, s = math.cos(yaw), math.sin(yaw)
     return np.array([[c, -s], [s, c]])
 
@@ -178,10 +120,10 @@ class KnownFixture:
 
     def local(self, xy: Sequence[float]) -> np.ndarray:
         """A world xy point in the fixture's frame."""
-        return _yaw_rot(-self.yaw) @ (np.asarray(xy[:2], float) - self.centre[:2])
+        return yaw_rot(-self.yaw) @ (np.asarray(xy[:2], float) - self.centre[:2])
 
     def world(self, local_xy: Sequence[float]) -> np.ndarray:
-        return self.centre[:2] + _yaw_rot(self.yaw) @ np.asarray(local_xy, float)
+        return self.centre[:2] + yaw_rot(self.yaw) @ np.asarray(local_xy, float)
 
     @property
     def into(self) -> np.ndarray:
@@ -244,6 +186,20 @@ class KnownFixture:
         return abs(lx) < hx and abs(ly) < hy
 
 
+def fixture_of(det: Detection | None,
+               fixtures: Sequence[KnownFixture]) -> KnownFixture | None:
+    """The known fixture a detection is: by entity id, else the one under its centroid (a
+    backend that knows no ids)."""
+    if det is None:
+        return None
+    for fx in fixtures:
+        if det.entity_id is not None and fx.entity_id == det.entity_id:
+            return fx
+    if det.entity_id is None:
+        return next((fx for fx in fixtures if fx.contains(det.centroid)), None)
+    return None
+
+
 def fixture_release(fx: KnownFixture, radius: float, base: Sequence[float]) -> PlaceTarget:
     """Where an object of footprint radius `radius` goes "in" a known fixture.
 
@@ -289,151 +245,6 @@ def drawer_q_from_box(fx: KnownFixture, det: Detection) -> float:
     # the box's extent behind and in front of the fixture centre along -into (toward the front)
     reach_front = float(np.dot(fx.centre[:2] - c, d) + np.dot(np.abs(d), half))
     return -max(0.0, reach_front - fx._half[0])
-
-
-def overhead_blockers(det: Detection, others: Sequence[Detection],
-                      fixtures: Sequence[KnownFixture], frame: RGBDFrame | None = None,
-                      opening: float = GRIPPER_OPEN
-                      ) -> list[tuple[str, float, KnownFixture | None]]:
-    """What is overhead within the top-down corridor over `det` below the pre-grasp hand's
-    top: (what, its underside height, the fixture or None). A known fixture's roof over the
-    centroid; or another detection's depth points above the object's top in the column the
-    hand sweeps (half the opening + 1 cm along, `CORRIDOR` across: an open container around
-    the object has none there, a shelf does)."""
-    cx, cy, cz = det.centroid
-    top = cz + det.size[2] / 2
-    ceiling = top + PRE_GRASP + HAND_LENGTH
-    out: list[tuple[str, float, KnownFixture | None]] = []
-    for fx in fixtures:
-        if fx.entity_id == det.entity_id:
-            continue
-        roof = fx.roof_over((cx, cy))
-        if roof is not None and top - 0.01 < roof < ceiling:
-            out.append((fx.entity_id, roof, fx))
-    if frame is None or frame.depth is None or frame.intrinsics is None or frame.pose is None:
-        return out
-    reach = opening / 2 + 0.01
-    for o in others:
-        if o.mask is None or o is det or (o.entity_id and o.entity_id == det.entity_id) \
-                or o.camera != frame.camera:
-            continue
-        if any(o.entity_id and o.entity_id == fx_id for fx_id, _, _ in out):
-            continue
-        pts = to_world(back_project(frame.depth, frame.intrinsics, o.mask), frame.pose)
-        near = (np.hypot(pts[:, 0] - cx, pts[:, 1] - cy) <= max(reach, CORRIDOR)) & \
-            (pts[:, 2] > top + 0.01) & (pts[:, 2] < ceiling)
-        if int(near.sum()) >= 20:
-            out.append((o.entity_id or o.phrase, float(np.min(pts[near, 2])), None))
-    return out
-
-
-def _extent_across(det: Detection, d: np.ndarray) -> float:
-    """The object's horizontal extent across horizontal direction d (from its world box)."""
-    return float(abs(d[1]) * det.size[0] + abs(d[0]) * det.size[1])
-
-
-def plan_side_grasp(det: Detection, direction: Sequence[float], reason: str,
-                    retreat: bool) -> GraspPlan:
-    """Horizontal grasp along `direction` (the hand pointing that way): pads vertical,
-    closing across the object's extent normal to it (opened to it + 2 cm, at most fully),
-    at mid-height (at least `SIDE_GRASP_MIN` above the bottom), approach from `PRE_SIDE`
-    back along the axis; refused when even the object's narrow side is wider than the hand."""
-    d = np.array([direction[0], direction[1], 0.0], float)
-    d /= float(np.linalg.norm(d))
-    across = _extent_across(det, d)
-    _major, minor = footprint_extents(det)
-    if minor > GRIPPER_OPEN - 0.005:
-        raise ValueError(f"'{det.phrase}' is {minor * 100:.1f} cm across its narrow side: "
-                         f"wider than the hand opens ({GRIPPER_OPEN * 100:.0f} cm)")
-    if across > GRIPPER_OPEN - 0.005:
-        # the box across this axis is wider than the hand, the body is not: a protrusion
-        # (a mug's handle) the opened fingers push aside; the measured grasp decides
-        reason += (f" (the box is {across * 100:.1f} cm across this axis, the body "
-                   f"{minor * 100:.1f} cm: fully open)")
-    cx, cy, cz = det.centroid
-    bottom = cz - det.size[2] / 2
-    grasp = np.array([cx, cy, max(cz, bottom + SIDE_GRASP_MIN)]) - 0.005 * d
-    width = min(GRIPPER_OPEN, across + GRIP_MARGIN)
-    return GraspPlan(det.entity_id, grasp, grasp - PRE_SIDE * d,
-                     math.atan2(d[1], d[0]) + math.pi / 2, width, across, bottom, "side", d,
-                     retreat, reason)
-
-
-@dataclass(frozen=True)
-class GraspScene:
-    """What besides the target decides a grasp's approach: the other detections (with the
-    frame they came from, for depth), the known fixtures, the robot base, and the fixture
-    the object is to be inserted into next (a pick-and-place into a microwave)."""
-
-    others: Sequence[Detection] = ()
-    fixtures: Sequence[KnownFixture] = ()
-    base: tuple[float, float] = (-0.56, 0.0)
-    frame: RGBDFrame | None = None
-    insert_into: KnownFixture | None = None
-
-
-def _unit(v: Sequence[float]) -> np.ndarray:
-    d = np.array([v[0], v[1]], float)
-    return d / max(float(np.linalg.norm(d)), 1e-9)
-
-
-def _side_directions(first: np.ndarray, base_dir: np.ndarray) -> list[np.ndarray]:
-    """Approach axes to try, best first: `first`, from the base, then across from either
-    side (any two less than 20 degrees apart count once)."""
-    rot = _yaw_rot(math.pi / 2)
-    out: list[np.ndarray] = []
-    for d in (first, base_dir, rot @ base_dir, -(rot @ base_dir)):
-        d = _unit(d)
-        if all(float(np.dot(d, o)) < math.cos(math.radians(20)) for o in out):
-            out.append(d)
-    return out
-
-
-def grasp_options(det: Detection, scene: GraspScene) -> list[GraspPlan]:
-    """The grasps to try for `det`, best first; each plan's `reason` says why its approach.
-
-    Top-down unless the scene needs a side grasp: something overhead in the top-down
-    corridor (`overhead_blockers`; the grasp then backs out along its axis before lifting),
-    approached out of a cavity's opening (a microwave's) or else from the robot's base; or
-    the place that follows is a horizontal insertion (`scene.insert_into`, a microwave),
-    approached along the insertion's axis so the carry keeps the hand as it is. A side
-    grasp's other axes (from the base, across from either side) follow as fall-backs for an
-    arm that cannot reach the first."""
-    blockers = overhead_blockers(det, scene.others, scene.fixtures, scene.frame)
-    base_dir = _unit(np.asarray(det.centroid[:2], float) - np.asarray(scene.base, float))
-    if blockers:
-        what, under, fx = min(blockers, key=lambda b: b[1])
-        first = fx.into[:2] if fx is not None and fx.shape == "microwave" else base_dir
-        why = (f"top-down blocked by '{what}' overhead "
-               f"{under - det.centroid[2] - det.size[2] / 2:.3f} m above the object's top "
-               "within the pre-grasp corridor")
-        retreat = True
-    elif scene.insert_into is not None and scene.insert_into.shape == "microwave":
-        first = scene.insert_into.into[:2]
-        why = (f"the place into '{scene.insert_into.entity_id}' is a horizontal insertion "
-               "(its top is closed)")
-        retreat = False
-    else:
-        plan = plan_grasp(det)
-        return [GraspPlan(plan.entity_id, plan.grasp, plan.pre_grasp, plan.opening_yaw,
-                          plan.width, plan.narrow, plan.bottom, reason="top-down")]
-    plans, wide = [], []
-    for d in _side_directions(first, base_dir):
-        how = "back out along it before lifting" if retreat else "lift"
-        reason = (f"side grasp: {why}; approach along {np.round(d, 2).tolist()}, {how}")
-        try:
-            plans.append(plan_side_grasp(det, d, reason, retreat))
-        except ValueError as exc:  # too wide across this axis: another may fit
-            wide.append(str(exc))
-    if not plans:
-        raise ValueError(f"side grasp needed ({why}) but {wide[0]} (and along every other "
-                         "axis tried)")
-    return plans
-
-
-def choose_grasp(det: Detection, scene: GraspScene) -> GraspPlan:
-    """The best of `grasp_options`."""
-    return grasp_options(det, scene)[0]
 
 
 @dataclass(frozen=True)

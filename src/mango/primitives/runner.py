@@ -18,7 +18,6 @@ from mango.oracle.world_state import WorldState
 from mango.perception.base import Detection, PerceptionBackend, RGBDFrame
 from mango.perception.sim_frames import sim_frame
 from mango.primitives.executor import (
-    CLOSED,
     MIN_HELD_WIDTH,
     Executed,
     GraspOutcome,
@@ -29,6 +28,7 @@ from mango.primitives.executor import (
     PrimitivePorts,
 )
 from mango.primitives.motion import WorldFrameIK
+from mango.primitives.moves import CLOSED
 from mango.primitives.planning import PlaceRequest, PlaceTarget
 from mango.primitives.transit import TransitPlanner
 from mango.sim.env import SimEnv

@@ -24,6 +24,9 @@ from mango.sim.parts import (
     DRAWER_FRAC,
     HANDLE_OUT,
     KNOB_HALF,
+    PLATE_RIM,
+    PLATE_RIM_SEGMENTS,
+    PLATE_RUN,
     SHELF_BOARD_FRAC,
     WALL,
     container_wall,
@@ -33,6 +36,7 @@ from mango.sim.parts import (
     drawer_local,
     knob_local,
     level_slot,
+    plate_well,
 )
 from mango.sim.scene import ARTICULATED, EntitySpec, SceneSpec
 
@@ -302,7 +306,9 @@ class _Builder:
         dens = e.mass / max(vol, 1e-9)
         if e.shape == "box":
             self._box(body, e.id, (0, 0, 0), (sx / 2, sy / 2, sz / 2), rgba, density=dens, **grip)
-        elif e.shape in ("cylinder", "plate"):
+        elif e.shape == "plate":
+            self._plate(body, e, grip)
+        elif e.shape == "cylinder":
             dens = e.mass / (math.pi * (sx / 2) ** 2 * sz)
             self._geom(body, e.id, type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[sx / 2, sz / 2, 0],
                        rgba=list(rgba), density=dens, **grip)
@@ -325,6 +331,35 @@ class _Builder:
             self._microwave(body, e)
         elif e.shape == "stove":
             self._stove(body, e)
+
+    def _plate(self, body: mujoco.MjsBody, e: EntitySpec, grip: dict[str, Any]) -> None:
+        """A dish: a thin round base and a steep rim of straight pieces up to its edge."""
+        floor_r, base = plate_well(e)
+        r = floor_r + PLATE_RUN
+        sz = e.size[2]
+        rise = sz - base
+        slope = math.atan2(rise, PLATE_RUN)
+        half_len = math.hypot(rise, PLATE_RUN) / 2
+        n = PLATE_RIM_SEGMENTS
+        chord = 2 * r * math.tan(math.pi / n)  # the pieces meet at the edge, overlap inside
+        volume = math.pi * r * r * base + n * PLATE_RIM * chord * 2 * half_len
+        dens = e.mass / volume
+        self._geom(body, e.id, type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+                   pos=[0, 0, -sz / 2 + base / 2], size=[r, base / 2, 0],
+                   rgba=list(e.color), density=dens, **grip)
+        for k in range(n):
+            a = 2 * math.pi * k / n
+            radial = np.array([math.cos(a), math.sin(a), 0.0])
+            tangent = np.array([-math.sin(a), math.cos(a), 0.0])
+            along = math.cos(slope) * radial + math.sin(slope) * np.array([0.0, 0.0, 1.0])
+            normal = np.cross(along, tangent)  # up and in, off the rim's inner face
+            # the inner face runs from the floor's edge up to the plate's rim
+            centre = (floor_r + PLATE_RUN / 2) * radial + np.array(
+                [0.0, 0.0, -sz / 2 + base + rise / 2]) - normal * PLATE_RIM / 2
+            self._geom(body, e.id, type=mujoco.mjtGeom.mjGEOM_BOX, pos=centre.tolist(),
+                       quat=_mat_quat_cols(x=tuple(along), y=tuple(tangent), z=tuple(normal)),
+                       size=[half_len, chord / 2, PLATE_RIM / 2], rgba=list(e.color),
+                       density=dens, **grip)
 
     def _open_front_box(self, body: mujoco.MjsBody, e: EntitySpec
                         ) -> tuple[float, float, float, float, Any]:

@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mango.errors import InputError, from_validation_error
-from mango.sim.parts import KNOB_HALF, container_wall, door_panel, drawer_half
+from mango.sim.parts import KNOB_HALF, container_wall, door_panel, drawer_half, plate_well
 from mango.sim.scene import ARTICULATED, EntitySpec, SceneSpec
 from mango.yaml_files import read_yaml_mapping
 
@@ -208,6 +208,7 @@ def auto_marker_map(scene: SceneSpec, dictionary: DictionaryName = "4x4_50",
     - an open container (bowl, basket, caddy): on the outer side wall that faces the front
       camera (its top is only a rim), and on its inner floor for a camera above (what it
       holds may cover that one);
+    - a plate (a dish): on its floor inside the rim;
     - a moving part, in the part frame: the drawer on its front beside the handle and on a
       tab jutting out level with the front's top edge (the front faces the robot, nearly
       edge-on to a camera above it; the tab is seen from above, open or shut); the microwave
@@ -243,6 +244,12 @@ def auto_marker_map(scene: SceneSpec, dictionary: DictionaryName = "4x4_50",
             if side >= 0.015:
                 add(e, side, (-sx / 4 if e.shape == "caddy" else 0.0, 0.0,
                              -sz / 2 + wall + PLATE_THICKNESS))
+            continue
+        if e.shape == "plate":  # on the floor inside its rim, a square in the circle
+            r, floor = plate_well(e)
+            side = fitting_side(r * math.sqrt(2), r * math.sqrt(2), cells, max_size)
+            if side >= 0.015:
+                add(e, side, (0.0, 0.0, round(-sz / 2 + floor + PLATE_THICKNESS, 4)))
             continue
         side = fitting_side(sx, sy, cells, max_size)
         if side < 0.015:

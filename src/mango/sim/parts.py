@@ -32,6 +32,30 @@ def container_wall(shape: str) -> float:
     return 0.008 if shape == "bowl" else 0.006
 
 
+# A plate is a dish, as LIBERO's is (its rim rises 1.6 cm over its bottom): a thin round
+# base, its floor clear of the table (the tabletop perception sees it as the plate's), and a
+# steep rim from the floor's edge up to the plate's edge, PLATE_RUN further out, of
+# PLATE_RIM_SEGMENTS straight pieces. Fingers set down on the floor drag it by the rim: the
+# steeper the rim, the less a push on it presses the plate into the table.
+PLATE_BASE = 0.009  # base thickness
+PLATE_RIM = 0.004  # rim thickness
+PLATE_RUN = 0.002  # how far in from the plate's edge the rim reaches down to the floor
+PLATE_RIM_SEGMENTS = 16
+
+
+def plate_well(e: EntitySpec) -> tuple[float, float]:
+    """(radius, height above the plate's bottom) of a plate's flat floor inside its rim: the
+    base is PLATE_BASE thick, or half the plate's height when that is less."""
+    return (min(e.size[0], e.size[1]) / 2 - PLATE_RUN, min(PLATE_BASE, e.size[2] / 2))
+
+
+def plate_rim_radius(e: EntitySpec, height: float) -> float:
+    """How far from a plate's centre its rim's inner face is `height` over its floor."""
+    floor_r, base = plate_well(e)
+    rise = e.size[2] - base
+    return floor_r + PLATE_RUN * min(max(height / rise, 0.0), 1.0) if rise > 0 else floor_r
+
+
 def knob_local(e: EntitySpec) -> tuple[float, float, float]:
     """Stove knob centre in the stove frame (front-right corner of the top)."""
     sx, sy, sz = e.size

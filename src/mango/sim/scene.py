@@ -36,7 +36,7 @@ Shape = Literal[
     "mug",  # a cylinder with a handle
     "bowl",  # an open container, footprint size[0] x size[1]
     "basket",  # an open container with thin walls
-    "plate",  # a thin disc
+    "plate",  # a dish: a thin round base and a low rim (`mango.sim.parts.plate_well`)
     "caddy",  # an open container split into a front and a back compartment
     "shelf",  # a frame open to -x with a board splitting it into a bottom and a top layer
     "drawer_cabinet",  # a cabinet whose bottom drawer slides (part "drawer")

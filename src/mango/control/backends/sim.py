@@ -31,6 +31,10 @@ class SimBackend:
         self.robot, self.period, self.reader, self.send = robot, period, reader, send
         self._names = [*robot.joint_names, GRIPPER]
         self._width: float | None = None  # the gripper width last commanded
+        # sim_node keeps its last target: once the arm holds one (a stop, a finished
+        # trajectory) another hold keeps it, as franka_ros2's controller does. Re-targeting
+        # to the measured position would move the arm by the servo's lag or sag each time.
+        self._holding = False
 
     def measured(self) -> Measured | None:
         return self.reader.measured()
@@ -50,9 +54,12 @@ class SimBackend:
         return traj
 
     def hold(self) -> None:
+        if self._holding:
+            return
         m = self.reader.measured()
         if m is not None:
             self._send(m.q, None)
+            self._holding = True
 
     def _fresh(self, since: float, run: GoalRun) -> Measured | None:
         """The first joint state received after `since` (monotonic time), or the latest one
@@ -70,6 +77,7 @@ class SimBackend:
     def execute(self, traj: JointTrajectory, run: GoalRun, on_point: PointFeedback) -> Outcome:
         start = self._fresh(time.monotonic(), run)
         assert start is not None
+        self._holding = False
         tracker = PointTracker(traj, self.reader.measured, on_point)
         tick = time.monotonic()
         clock = SimClock(start, tick, self.period)
@@ -81,7 +89,8 @@ class SimBackend:
             q, w = traj.sample(t, start.q, w0)
             self._send(q, w)
             tracker.update(t)
-            if t >= traj.duration:
+            if t >= traj.duration:  # the last target stays: the arm holds it
+                self._holding = True
                 return Outcome(True, points_executed=len(traj), max_error=tracker.max_error)
             tick += self.period
             if run.stop.wait(max(0.0, tick - time.monotonic())):

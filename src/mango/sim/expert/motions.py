@@ -75,8 +75,9 @@ def grasp_yaw(arm: PlannedArm, ent: EntitySpec, yaw: float) -> float:
 
 
 # The Franka Hand seen from above: long along the fingers' opening, thin across it; its body
-# starts this high above the fingertips.
-HAND_HALF_LENGTH, HAND_HALF_WIDTH, HAND_BODY_ABOVE = 0.105, 0.035, 0.04
+# starts this high above the fingertips and is this deep (the FR3 model's hand mesh).
+HAND_HALF_LENGTH, HAND_HALF_WIDTH, HAND_BODY_ABOVE, HAND_BODY_DEPTH = 0.105, 0.035, 0.04, 0.09
+FINGER_DEPTH, FINGER_WIDTH = 0.016, 0.02  # a fingertip from above: along, across the opening
 
 
 def _high_footprints(ctx: SkillContext, obj: str, z: float
@@ -97,70 +98,168 @@ def _blocked(high: list[tuple[float, float, float, float]], c: np.ndarray, yaw: 
     return sum(any(b[0] <= p[0] <= b[2] and b[1] <= p[1] <= b[3] for b in high) for p in pts)
 
 
+def _landing(ctx: SkillContext, obj: str, c: np.ndarray, yaw: float, z: float) -> int:
+    """How many of the two fingers, coming down to height z on either side of `obj`'s middle
+    (opening along yaw), would land on something else standing higher than their tips (the
+    rim of a plate the object touches)."""
+    ent = ctx.scene.entity(obj)
+    u = np.array([math.cos(yaw), math.sin(yaw)])
+    w = np.array([-u[1], u[0]])
+    # the object's reach along the opening from its middle, then a finger's thickness
+    reach = (abs(math.cos(yaw - quat_yaw(ctx.state.objects[obj].orientation))) * ent.size[0]
+             + abs(math.sin(yaw - quat_yaw(ctx.state.objects[obj].orientation))) * ent.size[1]
+             ) / 2 + FINGER_DEPTH / 2
+    low = [_footprint(o) for k, o in ctx.state.objects.items()
+           if k != obj and o.kind in ("object", "fixture", "device") and o.size
+           and o.position[2] + o.size[2] / 2 > z - FINGERTIP]
+    hits = 0
+    for side in (-1.0, 1.0):
+        f = c[:2] + side * reach * u
+        pts = [f + i * FINGER_DEPTH / 2 * u + j * FINGER_WIDTH / 2 * w
+               for i in (-1, 0, 1) for j in (-1, 0, 1)]
+        hits += any(b[0] <= p[0] <= b[2] and b[1] <= p[1] <= b[3] for b in low for p in pts)
+    return hits
+
+
 def _clear_yaw(ctx: SkillContext, obj: str, a: float,
-               high: list[tuple[float, float, float, float]]) -> float:
+               high: list[tuple[float, float, float, float]], z: float) -> float:
     """`a`, or `a` turned a quarter when the object grips the same that way (square or round
-    footprint) and the hand, long along its opening, then clears more of what stands higher
-    than its body next to the object (an open drawer above a bowl)."""
+    footprint) and then the fingers land on less beside it (a plate's rim next to a bowl), or
+    as little and the hand, long along its opening, clears more of what stands higher than
+    its body next to the object (an open drawer above a bowl)."""
     ent = ctx.scene.entity(obj)
     sx, sy, _ = ent.size
     if abs(sx - sy) > 0.1 * max(sx, sy):
         return a
     c = np.asarray(ctx.state.objects[obj].position)
     turned = ctx.arm.grip_yaw(a + math.pi / 2)
-    return turned if _blocked(high, c, turned) < _blocked(high, c, a) else a
+
+    def score(yaw: float) -> tuple[int, int]:
+        return _landing(ctx, obj, c, yaw, z), _blocked(high, c, yaw)
+
+    return turned if score(turned) < score(a) else a
 
 
-def _grip_point(ctx: SkillContext, obj: str, z: float) -> tuple[np.ndarray, float]:
-    """Where the hand closes (xy) and its opening yaw: across the object's middle, or for a
-    bowl on one of its walls (one finger inside, one outside) when the middle is out of the
-    arm's reach, or under something (an open drawer) and a wall is less so: the wall whose
-    grip is least covered and, among those, nearest the robot."""
+Footprints = list[tuple[float, float, float, float]]
+Grip = tuple[np.ndarray, float, np.ndarray | None]  # xy, opening yaw, lean (None: upright)
+
+# How far the hand leans away from something over its outline (an open drawer hanging over
+# a bowl), and how far its wrist and body then stand aside: they pass beside the overhang
+# while the fingers still close level.
+LEAN = math.radians(25.0)
+LEAN_SHIFT = 0.05
+
+
+def _grip_point(ctx: SkillContext, obj: str, z: float) -> tuple[Grip, Footprints]:
+    """Where the hand closes (xy), its opening yaw and which way it leans: across the
+    object's middle, upright; for a bowl on one of its walls (one finger inside, one outside)
+    when the middle is out of the arm's reach; leaning away from what stands over the hand's
+    outline (an open drawer) when that clears it. Among grips under something, the least
+    covered (leaning or not) and, among those, the middle first, then the nearest wall. Also
+    what stands higher than the hand's body there (what the choice was made against)."""
     arm = ctx.arm
     ent = ctx.scene.entity(obj)
     st = ctx.state.objects[obj]
     c = np.asarray(st.position)
     yaw = quat_yaw(st.orientation)
     high = _high_footprints(ctx, obj, z)  # once: the yaw and the wall choice share it
-    a = _clear_yaw(ctx, obj, grasp_yaw(arm, ent, yaw), high)
-    if ent.shape != "bowl":
-        return c[:2], a
+    a = _clear_yaw(ctx, obj, grasp_yaw(arm, ent, yaw), high, z)
 
-    def reachable(xy: np.ndarray, opening: float) -> bool:
+    def leaning(xy: np.ndarray, opening: float) -> tuple[int, np.ndarray | None]:
+        """How much of the hand's outline stays covered, upright or leaning away."""
+        upright = _blocked(high, xy, opening)
+        lean = _lean(high, xy, opening) if upright else None
+        if lean is None:
+            return upright, None
+        leant = _blocked(high, xy + LEAN_SHIFT * lean, opening)
+        return (leant, lean) if leant < upright else (upright, None)
+
+    covered, lean = leaning(c[:2], a)
+    if ent.shape != "bowl":
+        return (c[:2], a, lean), high
+    if covered == 0 and arm.ik.solve(np.array([c[0], c[1], z]), grip_quat(a, lean), arm.q,
+                                     max_jump=math.inf).ok:
+        return (c[:2], a, lean), high  # the usual case, without planning the approach on trial
+
+    def reachable(xy: np.ndarray, opening: float, lean: np.ndarray | None) -> bool:
         def approach() -> Iterator[object]:
-            yield from arm.travel_to(np.array([xy[0], xy[1], z + 0.12]), down_quat(opening),
-                                     width=OPEN)
-            yield arm.line(np.array([xy[0], xy[1], z]), speed=arm.approach_speed)
+            quat = grip_quat(opening, lean)
+            grip = np.array([xy[0], xy[1], z])
+            yield from arm.travel_to(grip - 0.12 * quat_to_mat(quat)[:, 2], quat, width=OPEN)
+            yield arm.line(grip, speed=arm.approach_speed)
         return arm.feasible(approach)
 
-    covered = _blocked(high, c, a)
-    if covered == 0 and arm.ik.solve(np.array([c[0], c[1], z]), down_quat(a), arm.q,
-                                     max_jump=math.inf).ok:
-        return c[:2], a  # the usual case, without planning the approach on trial
-    centre = reachable(c[:2], a)
-    if centre and covered == 0:
-        return c[:2], a
     base = np.asarray(ctx.scene.robot.base[:2])
-    walls = []
+    grips = [(covered, 0.0, c[:2], a, lean)]  # the middle first among equals
     for k in range(4):
         n = yaw_matrix_2d(yaw + k * math.pi / 2) @ np.array([1.0, 0.0])
         half = (ent.size[0] if k % 2 == 0 else ent.size[1]) / 2
         xy = c[:2] + (half - container_wall(ent.shape) / 2) * n
         opening = arm.grip_yaw(math.atan2(n[1], n[0]))
-        walls.append((_blocked(high, xy, opening), float(np.linalg.norm(xy - base)), xy,
-                      opening))
-    for n_covered, _, xy, opening in sorted(walls, key=lambda w: (w[0], w[1])):
-        if centre and n_covered >= covered:
-            break  # no wall is clearer than the middle
-        if reachable(xy, opening):
-            return xy, opening
-    return c[:2], a
+        n_covered, tilt = leaning(xy, opening)
+        grips.append((n_covered, float(np.linalg.norm(xy - base)), xy, opening, tilt))
+    for _, _, xy, opening, lean in sorted(grips, key=lambda g: (g[0], g[1])):
+        if reachable(xy, opening, lean):
+            return (xy, opening, lean), high
+    return (c[:2], a, lean), high
 
 
-def _close_and_lift(ctx: SkillContext, obj: str, z: float, lift: np.ndarray, speed: float,
-                    on_closed: Callable[[], None] | None) -> Grasp:
-    """Close the hand (at height z) on `obj` and lift to `lift`: the grasp offset if `obj`
-    is held then, else None with the hand opened again."""
+def _lean(high: Footprints, xy: np.ndarray, a: float) -> np.ndarray | None:
+    """The horizontal direction (across the fingers' opening) to lean the hand away from
+    what covers its outline at `xy`, opening along yaw `a`; None when nothing covers it, or
+    only its ends along the opening, which leaning does not clear."""
+    u = np.array([math.cos(a), math.sin(a)])
+    w = np.array([-u[1], u[0]])
+    side = [j for i in range(-4, 5) for j in (-1, 0, 1)
+            if any(b[0] <= p[0] <= b[2] and b[1] <= p[1] <= b[3] for b in high
+                   for p in [xy + i * HAND_HALF_LENGTH / 4 * u + j * HAND_HALF_WIDTH * w])]
+    if not side or sum(side) == 0:
+        return None
+    return -float(np.sign(sum(side))) * w
+
+
+def grip_quat(opening_yaw: float, lean: np.ndarray | None, tilt: float = LEAN) -> np.ndarray:
+    """`down_quat(opening_yaw)`, leaned by `tilt` toward horizontal `lean` (across the
+    opening) unless that is None: the fingers then point down and a little away from it,
+    the hand's body over it."""
+    if lean is None:
+        return down_quat(opening_yaw)
+    y = np.array([math.cos(opening_yaw), math.sin(opening_yaw), 0.0])
+    z = np.array([-math.sin(tilt) * lean[0], -math.sin(tilt) * lean[1], -math.cos(tilt)])
+    return frame_quat(np.cross(y, z), y, z)
+
+
+def _out_from_under(ctx: SkillContext, obj: str, high: Footprints, lean: np.ndarray,
+                    margin: float = 0.03) -> float:
+    """How far `obj` must move along `lean` before it can rise: until its footprint clears
+    every footprint in `high` that it is partly under (by `margin`: a drawer's front wall and
+    handle stand out of the region that stands for it)."""
+    x0, y0, x1, y1 = _footprint(ctx.state.objects[obj])
+    out = 0.0
+    for b in high:
+        if x1 <= b[0] or x0 >= b[2] or y1 <= b[1] or y0 >= b[3]:
+            continue
+        ways = []  # along lean, past the box's far side in x or in y
+        if abs(lean[0]) > 1e-6:
+            ways.append(((b[2] - x0) if lean[0] > 0 else (b[0] - x1)) / lean[0])
+        if abs(lean[1]) > 1e-6:
+            ways.append(((b[3] - y0) if lean[1] > 0 else (b[1] - y1)) / lean[1])
+        out = max(out, min(ways) + margin)
+    return out
+
+
+def grasp_height(ctx: SkillContext, obj: str) -> float:
+    """Hand height of a top grasp of `obj`: 2.2 cm under its top, the fingertips clear of
+    the table."""
+    c = ctx.state.objects[obj].position
+    h = ctx.scene.entity(obj).size[2]
+    return max(c[2] + h / 2 - 0.022, c[2] - h / 2 + FINGERTIP + 0.003)
+
+
+def _close_and_lift(ctx: SkillContext, obj: str, z: float, lift: Sequence[np.ndarray],
+                    speed: float, on_closed: Callable[[], None] | None) -> Grasp:
+    """Close the hand (at height z) on `obj` and lift it through the points `lift`: the
+    grasp offset if `obj` is held then, else None with the hand opened again."""
     arm = ctx.arm
     yield arm.hold(0.15)
     yield arm.hold(0.7, CLOSED)
@@ -168,7 +267,8 @@ def _close_and_lift(ctx: SkillContext, obj: str, z: float, lift: np.ndarray, spe
     if on_closed is not None:
         on_closed()
     offset = z - (ctx.state.objects[obj].position[2] - ctx.scene.entity(obj).size[2] / 2)
-    yield arm.line(lift, speed=speed)
+    for p in lift:
+        yield arm.line(p, speed=speed)
     yield SYNC
     if ctx.state.fact(f"grasped({obj})"):
         return offset
@@ -181,19 +281,23 @@ def grasp(ctx: SkillContext, obj: str,
     """Approach from above, close on `obj`, lift; retries twice. Returns the grasp offset
     (hand height above the object's bottom) or None; `on_closed` runs once the hand closed."""
     arm = ctx.arm
-    ent = ctx.scene.entity(obj)
     for _attempt in range(3):
-        c = np.asarray(ctx.state.objects[obj].position)
-        h = ent.size[2]
-        z = max(c[2] + h / 2 - 0.022, c[2] - h / 2 + FINGERTIP + 0.003)
-        xy, a = _grip_point(ctx, obj, z)
-        quat = down_quat(a)
-        above = np.array([xy[0], xy[1], z + 0.12])
+        z = grasp_height(ctx, obj)
+        (xy, a, lean), high = _grip_point(ctx, obj, z)
+        quat = grip_quat(a, lean)
+        grip = np.array([xy[0], xy[1], z])
+        above = grip - 0.12 * quat_to_mat(quat)[:, 2]  # back along the fingers
         yield from arm.travel_to(above, quat, width=OPEN)
-        yield arm.line(np.array([xy[0], xy[1], z]), speed=arm.approach_speed)
+        yield arm.line(grip, speed=arm.approach_speed)
         # up to travel height, or as high as the arm reaches out there (at least where it
-        # came down from)
-        lift = np.array([xy[0], xy[1], arm.reach_z(xy, quat, above[2], arm.travel_z)])
+        # came down from); from under an overhang out first, leaning away from it
+        lift: list[np.ndarray] = []
+        if lean is not None:
+            up = grip + np.array([0.0, 0.0, 0.03])
+            lift = [up, up + _out_from_under(ctx, obj, high, lean) * np.r_[lean, 0.0]]
+        end = lift[-1] if lift else grip
+        lift.append(np.array([end[0], end[1], arm.reach_z(end[:2], quat, above[2],
+                                                           arm.travel_z)]))
         offset = yield from _close_and_lift(ctx, obj, z, lift, arm.approach_speed, on_closed)
         if offset is not None:
             return offset
@@ -216,7 +320,7 @@ def grasp_side(ctx: SkillContext, obj: str, d: np.ndarray,
         yield from arm.travel_to(pre + np.array([0, 0, 0.09]), width=OPEN)
         yield arm.line(pre, side_quat(arm, d), speed=arm.approach_speed)
         yield arm.line(at, speed=0.1)
-        offset = yield from _close_and_lift(ctx, obj, z, at + np.array([0, 0, 0.05]), 0.1,
+        offset = yield from _close_and_lift(ctx, obj, z, [at + np.array([0, 0, 0.05])], 0.1,
                                             on_closed)
         if offset is not None:
             return offset
@@ -422,38 +526,3 @@ def push(ctx: SkillContext, start: np.ndarray, quat: np.ndarray, path: Sequence[
     for pos, q in path:
         yield arm.line(pos, q, speed=speed)
     yield arm.hold(0.2)
-
-
-def push_to(ctx: SkillContext, obj: str, target: str,
-            on_touch: Callable[[], None] | None = None) -> Skill:
-    """Slide `obj` over the table until its centre is on `target`'s: closed fingers set down
-    behind it (their flat side facing the way), then a straight push and up again.
-    `on_touch` runs once the fingers are down behind it."""
-    arm = ctx.arm
-    st = ctx.state.objects[obj]
-    c = np.asarray(st.position)
-    goal = np.asarray(ctx.state.objects[target].position)
-    v = goal[:2] - c[:2]
-    dist = float(np.linalg.norm(v))
-    if dist < 0.01:
-        yield SYNC
-        return
-    v /= dist
-    size = st.size or ctx.scene.entity(obj).size
-    # the object's reach along v from its centre (a disc's radius, a box's half extent)
-    r = float(abs(v[0]) * size[0] + abs(v[1]) * size[1]) / 2
-    # fingertips low on its side, clear of the table (the arm sags a little when pushing)
-    z = c[2] - size[2] / 2 + min(0.75 * size[2], 0.012) + FINGERTIP
-    behind = c[:2] - (r + 0.03) * v
-    end = goal[:2] - (r - 0.01) * v  # a little past: the object lags the fingers
-    quat = down_quat(arm.grip_yaw(math.atan2(v[1], v[0]) + math.pi / 2))
-    start = np.array([behind[0], behind[1], z])
-    yield from push(ctx, start, quat, [], approach=0.1, speed=0.1)
-    if on_touch is not None:
-        on_touch()
-    yield arm.line(np.array([end[0], end[1], z]), speed=0.08)
-    yield arm.hold(0.2)
-    back = np.array([end[0], end[1], z]) - 0.03 * np.r_[v, 0.0]
-    yield arm.line(back, speed=arm.approach_speed)
-    yield arm.line(back + np.array([0.0, 0.0, 0.12]), speed=arm.approach_speed)
-    yield SYNC

@@ -21,8 +21,8 @@ from mango.errors import InputError
 from mango.ik import BRANCH_CAP
 from mango.oracle.world_state import WorldState
 from mango.sim.build import build_robot
-from mango.sim.expert import fixtures, motions
-from mango.sim.expert.arm import OPEN, SYNC, ChunkStream, ExpertError, PlannedArm
+from mango.sim.expert import fixtures, motions, pushing
+from mango.sim.expert.arm import CLOSED, OPEN, SYNC, ChunkStream, ExpertError, PlannedArm
 from mango.sim.expert.milestones import Milestone, TaskProgress
 from mango.sim.expert.motions import SkillContext
 from mango.sim.faults import Fault, FaultInjector, FaultRecord, parse_fault
@@ -93,7 +93,7 @@ class ExpertPolicy:
         self.review([state])  # effects seen between the plan's own checks count too
         q = np.asarray(joint_positions, float)
         if self._ctx is None or self._stream is None:
-            width = state.gripper.width if state.gripper and state.gripper.width else OPEN
+            width = self._start_width(state)
             arm = PlannedArm(self.ik, q.copy(), float(width), travel_speed=self.travel_speed,
                              approach_speed=self.approach_speed,
                              travel_z=motions.travel_height(self.scene))
@@ -105,6 +105,16 @@ class ExpertPolicy:
         chunk = self._stream.next_chunk()
         self.done, self.error = self._stream.done, self._stream.error
         return chunk
+
+    def _start_width(self, state: WorldState) -> float:
+        """The gripper width the plan starts from. A hand that already holds an object (a
+        grasp primitive took it before this instruction) keeps squeezing it: the width closed
+        fingers measure is the object's, and commanding that to a position-servoed gripper
+        leaves no grip force, so the object slips out during the carry."""
+        if any(v for k, v in state.facts.items() if k.startswith("grasped(")):
+            return CLOSED
+        g = state.gripper
+        return g.width if g is not None and g.width else OPEN
 
     def ground_truth(
         self, monitored: Callable[[Milestone], bool] | None = None
@@ -249,9 +259,11 @@ class ExpertPolicy:
     def _push(self, k: int, skill: SkillSpec) -> Iterator[object]:
         ctx = self._ctx
         assert ctx is not None
+        obj = skill.obj or ""
         for _attempt in range(4):  # the object lags the fingers: push again from where it is
-            yield from motions.push_to(ctx, skill.obj or "", skill.target or "",
-                                       self._approached(skill.obj or ""))
+            goal = pushing.push_spot(ctx, obj, skill.target or "")
+            for point in pushing.push_route(ctx, obj, goal):
+                yield from pushing.push_to(ctx, obj, point, self._approached(obj))
             if self._placed(k):
                 self._achieve(self.progress.find("place", k))
                 return
