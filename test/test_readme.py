@@ -440,7 +440,13 @@ class Walker:
 
     def __init__(self, work: Path) -> None:
         self.work = work
-        self.env = dict(os.environ, COLUMNS="200", PYTHONUNBUFFERED="1")
+        # a ROS domain of its own, as a newcomer's machine has: whatever the rest of this test
+        # process left on its domain is not on the README's graph (once, an action server of
+        # a type this venv cannot describe; `mango record` of every topic now skips such a
+        # topic, test_recording.py)
+        domain = (int(os.environ.get("ROS_DOMAIN_ID", "0")) + 50) % 200 + 1
+        self.env = dict(os.environ, COLUMNS="200", PYTHONUNBUFFERED="1",
+                        ROS_DOMAIN_ID=str(domain))
         self.failures: list[str] = []
         self.started: dict[str, tuple[subprocess.Popen[str], list[str], str]] = {}
 

@@ -181,3 +181,58 @@ def test_recording_every_topic_takes_action_feedback_and_status_too(
     decoded = [default_types().deserialize(m.data, m.msgtype) for m in BagReader(bag).messages()
                if m.topic == feedback]
     assert [m.feedback.command_index for m in decoded] == list(range(20))
+
+
+def test_a_topic_of_a_type_unknown_here_is_skipped_and_the_rest_recorded(
+    namespace: str, tmp_path: Path, monkeypatch
+) -> None:
+    """A type the recorder cannot describe (its package is not installed where the recorder
+    runs) is skipped with a warning naming the topic; every other topic is still recorded.
+    Once, a control_msgs FollowJointTrajectory server left on the graph stopped `mango record`
+    of every topic with a traceback (CI, the README walk). Here the recorder's types are
+    Kilted's standard set alone, so this package's TaskVerdict is that unknown type."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from std_msgs.msg import String
+
+    from mango.bags.types import BagTypes
+    from mango.client.session import spun_node
+    from mango.nodes.bag_recorder import BagRecorder
+
+    monkeypatch.setenv("AMENT_PREFIX_PATH", str(tmp_path / "no_prefix"))
+    standard_only = BagTypes()
+    monkeypatch.undo()  # the middleware is found through the real prefix
+    assert "mango_ros/msg/TaskVerdict" not in standard_only.store.fielddefs
+
+    chatter, verdict = f"{namespace}/chatter", f"{namespace}/verdict"
+    bag = tmp_path / "bag"
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    warnings: list[str] = []
+    try:
+        recorder = BagRecorder(output=str(bag), types=standard_only, context=ctx)
+        recorder.get_logger().warning = warnings.append  # type: ignore[method-assign]
+        executor = SingleThreadedExecutor(context=ctx)
+        executor.add_node(recorder)
+        with spun_node("pub", namespace=namespace) as pub:
+            say = pub.create_publisher(String, chatter, 10)
+            judge = pub.create_publisher(TaskVerdict, verdict, 10)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not (
+                    chatter in recorder.writer.topics and warnings):
+                say.publish(String(data="hello"))
+                judge.publish(TaskVerdict())
+                executor.spin_once(timeout_sec=0.05)
+            for _ in range(20):  # a few more, now that both are known
+                say.publish(String(data="hello"))
+                judge.publish(TaskVerdict())
+                executor.spin_once(timeout_sec=0.05)
+        recorder.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=ctx)
+    assert [w for w in warnings if verdict in w] == [
+        f"not recording {verdict} [mango_ros/msg/TaskVerdict]: unknown message type "
+        "'mango_ros/msg/TaskVerdict' (is its package installed?)"], warnings
+    topics = BagReader(bag).topics()
+    assert verdict not in topics
+    assert topics[chatter][0] == "std_msgs/msg/String" and topics[chatter][1] > 0

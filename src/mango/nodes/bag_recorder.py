@@ -3,13 +3,15 @@
 Parameters: `output` (bag directory; `{stamp}` becomes the start time), `topics` (names;
 empty = every topic seen), `discovery_period` (s). Topics appearing later are picked up;
 each subscription copies the publishers' reliability and durability so latched topics
-(verdict history) are recorded too.
+(verdict history) are recorded too. A topic whose type cannot be described here (its package
+is not installed) is skipped with a warning naming it; the rest are recorded.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -21,6 +23,8 @@ from rclpy.qos import (
 )
 
 from mango.bags import BagWriter
+from mango.bags.types import BagTypes, default_types
+from mango.errors import InputError
 from mango.nodes.common import declare_parameters, positive, run_node
 from mango.ros.introspection import message_class
 
@@ -29,8 +33,9 @@ _SKIP = {"/rosout", "/parameter_events"}
 
 
 class BagRecorder(Node):
-    def __init__(self, output: str | None = None, topics: list[str] | None = None) -> None:
-        super().__init__("bag_recorder")
+    def __init__(self, output: str | None = None, topics: list[str] | None = None,
+                 types: BagTypes | None = None, **node_options: Any) -> None:
+        super().__init__("bag_recorder", **node_options)
         p = declare_parameters(self, {"output": output or "", "topics": topics or [""],
                                       "discovery_period": positive(0.25, 60.0)})
         out = p["output"]
@@ -39,8 +44,9 @@ class BagRecorder(Node):
         # absolute, so the line logged below says exactly where the bag is
         out = str(Path(out.replace("{stamp}", time.strftime("%Y%m%d_%H%M%S"))).resolve())
         self._wanted = {t for t in p["topics"] if t}
-        self.writer = BagWriter(Path(out))
+        self.writer = BagWriter(Path(out), types=types or default_types())
         self._subs: dict[str, object] = {}
+        self._unrecordable: set[str] = set()
         self._discover()
         # housekeeping on the steady clock: with use_sim_time a stopped (or not yet started)
         # simulation would otherwise stop discovery and flushing
@@ -52,11 +58,17 @@ class BagRecorder(Node):
 
     def _discover(self) -> None:
         for topic, types in self.get_topic_names_and_types():
-            if topic in self._subs or topic in _SKIP or not types:
+            if topic in self._subs or topic in self._unrecordable or topic in _SKIP or not types:
                 continue
             if self._wanted and topic not in self._wanted:
                 continue
-            self._subscribe(topic, types[0])
+            try:
+                self._subscribe(topic, types[0])
+            except InputError as exc:
+                # a type this machine cannot describe (its package is not installed here):
+                # said once, naming the topic, and every other topic goes on being recorded
+                self._unrecordable.add(topic)
+                self.get_logger().warning(f"not recording {topic} [{types[0]}]: {exc}")
 
     def _subscribe(self, topic: str, msgtype: str) -> None:
         infos = self.get_publishers_info_by_topic(topic)
@@ -75,9 +87,10 @@ class BagRecorder(Node):
             "reliability": i.qos_profile.reliability.name.lower(),
             "durability": i.qos_profile.durability.name.lower(),
         } for i in infos]
+        cls = message_class(msgtype)  # before the bag declares the topic: both must know it
         self.writer.add_topic(topic, msgtype, offered)
         self._subs[topic] = self.create_subscription(
-            message_class(msgtype), topic, lambda data, t=topic: self._on_message(t, data),
+            cls, topic, lambda data, t=topic: self._on_message(t, data),
             qos, raw=True)
         self.get_logger().info(f"recording {topic} [{msgtype}]")
 
