@@ -236,9 +236,14 @@ def test_module3_asks_with_a_schema_whose_enums_are_the_scene_ids_and_the_librar
                        lib.oracle_library)
     assert run.approved
     (schema,) = backend.schemas
-    action = schema["$defs"]["ActionNode"]["properties"]
-    assert action["action_id"]["enum"] == sorted(t.id for t in lib.atomic_library.atomic_library)
-    # parameter values stay free strings (the grounding assessor checks them; see the schema)
-    assert "enum" not in str(action["parameters"])
+    variants = schema["$defs"]["ActionNode"]["anyOf"]
+    tasks = {t.id: t.parameters for t in lib.atomic_library.atomic_library}
+    assert {v["properties"]["action_id"]["const"]: v["properties"]["parameters"]["required"]
+            for v in variants} == tasks
+    for v in variants:
+        for name in v["properties"]["parameters"]["required"]:
+            assert v["properties"]["parameters"]["properties"][name] == {
+                "$ref": "#/$defs/SceneId"}
+    assert set(schema["$defs"]["SceneId"]["enum"]) >= set(SCENE.entities())
     assert schema["$defs"]["Monitor"]["properties"]["oracle_id"]["enum"] == sorted(
         o.id for o in lib.oracle_library.atomic_oracle_library)

@@ -33,6 +33,6 @@ def llama_server() -> Iterator[Any]:
     """
     from mango.llm.local import LocalServer
 
-    server = LocalServer("qwen0.5b", n_ctx=8192, threads=2, parallel=1)
+    server = LocalServer("qwen0.5b", threads=2, parallel=1)  # the default context
     yield server
     server.close()

@@ -9,8 +9,10 @@ and verdict were recorded, and that the transcript holds every exchange with the
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import httpx
 import pytest
 
 from mango.generation.engine import load_function_library
@@ -18,17 +20,20 @@ from mango.generation.models import (
     AssessorReport,
     JudgeVerdict,
     OracleCandidate,
+    expression_pattern,
     load_scene_file,
     select_scene,
 )
 from mango.generation.offline.planner import OfflinePlanner
 from mango.generation.pipeline import GenerationConfig, make_pipeline
+from mango.generation.reliability import predicate_arguments
 from mango.llm.cache import CachedBackend
 from mango.llm.local import LocalBackend
 
 pytestmark = pytest.mark.slow
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "llm"
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "test" / "data" / "llm"
 INSTRUCTION = "put the black bowl in the bottom drawer of the cabinet and close it"
 MAX_ITERATIONS = 1  # one full iteration already costs ~6 model calls of ~2k prompt tokens
 
@@ -55,8 +60,12 @@ def test_module3_runs_on_the_real_local_model(llama_server, tmp_path):
     res = run.module3
     assert 1 <= res.iterations == len(res.history) <= MAX_ITERATIONS
     assert len(progress) == res.iterations
+    # the grammar held every expression to the scene's predicates and ids
+    pattern = re.compile(expression_pattern(predicate_arguments(scene, catalog)))
     for record in res.history:
-        OracleCandidate.model_validate(record.candidate)
+        candidate = OracleCandidate.model_validate(record.candidate)
+        for _, action in candidate.actions():
+            assert all(pattern.fullmatch(m.handle_as) for m in action.monitoring), action
         assert JudgeVerdict.model_validate(record.verdict).verdict in ("APPROVED", "REJECTED")
         aspects = {r["aspect"] for r in record.reports}
         assert aspects == {"logic", "compliance", "grounding", "execution_reliability"}
@@ -96,3 +105,36 @@ def test_module3_runs_on_the_real_local_model(llama_server, tmp_path):
         print("verdict:", json.dumps(record.verdict))
         for r in record.reports:
             print(f"  {r['aspect']}: {r['score']} {r['issues'][:2]}")
+
+
+def test_a_libero_module3_request_fits_the_default_context(llama_server):
+    """llama.cpp puts the answer's JSON schema into the prompt: with the scene's ids and the
+    library's tasks in it, module III on LIBERO's middle-drawer task is ~4.1k tokens, which
+    the old default of 4096 refused (HTTP 400) before a token was written. The server here
+    runs with the default context; one token is asked for."""
+    from mango.generation.models import SceneTask, load_tasks
+    from mango.llm.backend import AgentCall
+
+    library, catalog = load_function_library(None)
+    libs = make_pipeline(OfflinePlanner(), catalog, GenerationConfig(), library=library
+                         ).generate_library(load_tasks(ROOT / "config" / "tasks" / "libero10.json"))
+    saved = json.loads((DATA / "libero_qwen1.5b" / "scenes" /
+                        "open_the_middle_drawer_of_the_cabinet.json").read_text())
+    scene = SceneTask.model_validate(saved["task_objects"][0])
+    asked: list[tuple[AgentCall, type]] = []
+
+    class Asking(OfflinePlanner):
+        def complete(self, call, schema):
+            asked.append((call, schema))
+            return super().complete(call, schema)
+
+    make_pipeline(Asking(), catalog, GenerationConfig(ablation="baseline"), library=library
+                  ).module3(scene.id, scene, libs.atomic_library, libs.oracle_library)
+    ((call, schema),) = [a for a in asked if a[0].task == "module3.generate"]
+    assert "SceneId" in schema.model_json_schema()["$defs"]  # the grounded schema
+    r = httpx.post(f"{llama_server.base_url}/chat/completions", timeout=600, json={
+        "model": llama_server.alias, "messages": call.messages, "max_tokens": 1,
+        "response_format": {"type": "json_schema", "json_schema": {
+            "name": "OracleCandidate", "schema": schema.model_json_schema()}}})
+    assert r.status_code == 200, r.text[:300]
+    assert r.json()["usage"]["prompt_tokens"] > 4096  # what the old default refused

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from mango import json_files
 from mango.errors import InputError, from_validation_error
+from mango.oracle.world_state import ROBOT_PARTS
 
 ExecutionMode = Literal["sequential", "any_order"]
 EntityKind = Literal["object", "region", "surface", "fixture", "joint", "device", "robot"]
@@ -111,21 +112,72 @@ class OracleCandidate(_Model):
         return out
 
 
-def grounded_candidate_schema(scene: SceneTask, task_ids: list[str], oracle_ids: list[str]
-                              ) -> type[OracleCandidate]:
-    """`OracleCandidate` whose JSON schema enumerates what may be named: action ids are the
-    library's atomic tasks, oracle ids the oracle library's. A server that enforces the schema
-    (llama.cpp's grammar) then cannot let a model invent one; answers validate exactly as
-    `OracleCandidate`. Parameter values stay free strings checked by the grounding assessor:
-    an open-keyed object of enumerated entity ids let the 0.5B model run on past its token
-    budget under llama.cpp's grammar (three answers cut off at 768 tokens)."""
+def expression_pattern(arguments: dict[str, list[str]]) -> str:
+    """A regular expression for the spec-§1 expressions that name only these predicates, each
+    on the ids its arguments may take (`arguments`: predicate → ids): atoms, each optionally
+    negated, joined by `and` / `or`. Given to a server as a string's `pattern`, llama.cpp
+    compiles it into the grammar, so a model asked for a `handle_as` can write neither an
+    unknown predicate nor an id the scene lacks, nor open a thing without a joint."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for predicate, ids in sorted(arguments.items()):
+        if ids:
+            groups.setdefault(tuple(sorted(set(ids))), []).append(predicate)
+    calls = []
+    for ids, predicates in groups.items():
+        ident = "|".join(ids)
+        calls.append(rf"({'|'.join(predicates)})\(({ident})(, ({ident}))*\)")
+    atom = f"(not )?({'|'.join(calls)})"
+    return rf"^{atom}( (and|or) {atom})*$"
+
+
+# Bounds a grammar needs so that a small model cannot write steps until its token budget runs
+# out (Qwen 0.5B at temperature 0 repeated pick/place steps to 768 tokens under every schema
+# variant tried, and stopped at 4 steps when the plan was capped): what one step needs
+# (open, pick, place, close) and what one action checks.
+MAX_ACTIONS_PER_STEP = 4
+MAX_MONITORS_PER_ACTION = 3
+
+
+def grounded_candidate_schema(scene: SceneTask, tasks: dict[str, list[str]],
+                              oracle_ids: list[str], arguments: dict[str, list[str]] | None = None,
+                              max_steps: int | None = None) -> type[OracleCandidate]:
+    """`OracleCandidate` whose JSON schema names only what exists: an action is one of the
+    library's atomic `tasks` (id → parameter names) with exactly its parameters, each valued
+    by a scene id (its entities and the robot's parts); oracle ids are the oracle library's;
+    a monitor's `handle_as` is held to `expression_pattern` over the predicates and the ids
+    each may take (`arguments`). A server that enforces the schema (llama.cpp's grammar) then
+    cannot let a model invent an id, a parameter or a predicate; answers validate exactly as
+    `OracleCandidate`. The parameters are a closed object per task, not an open-keyed one:
+    open keys let the 0.5B model run on past its token budget under llama.cpp's grammar
+    (three answers cut off at 768 tokens). The plan has at most `max_steps` steps (the
+    caller's reading of the instruction), a step `MAX_ACTIONS_PER_STEP` actions, an action
+    `MAX_MONITORS_PER_ACTION` checks."""
     schema = copy.deepcopy(OracleCandidate.model_json_schema())
-    action = schema["$defs"]["ActionNode"]["properties"]
-    if task_ids:
-        action["action_id"] = {"type": "string", "enum": sorted(set(task_ids))}
+    defs = schema["$defs"]
+    ids = sorted(set([*scene.entities(), *ROBOT_PARTS]))
+    monitor = defs["Monitor"]["properties"]
     if oracle_ids:
-        schema["$defs"]["Monitor"]["properties"]["oracle_id"] = {
-            "type": "string", "enum": sorted(set(oracle_ids))}
+        monitor["oracle_id"] = {"type": "string", "enum": sorted(set(oracle_ids))}
+    if arguments and any(arguments.values()):
+        monitor["handle_as"] = {"type": "string", "pattern": expression_pattern(arguments)}
+    if max_steps:
+        schema["properties"]["plan"]["maxItems"] = max_steps
+    defs["StepNode"]["properties"]["actions"]["anyOf"][0]["maxItems"] = MAX_ACTIONS_PER_STEP
+    defs["ActionNode"]["properties"]["monitoring"]["maxItems"] = MAX_MONITORS_PER_ACTION
+    if tasks:
+        monitoring = defs["ActionNode"]["properties"]["monitoring"]
+        defs["SceneId"] = {"type": "string", "enum": ids}  # once, however many parameters
+        defs["ActionNode"] = {"title": "ActionNode", "anyOf": [
+            {"type": "object", "additionalProperties": False,
+             "required": ["action_id", "parameters", "monitoring"],
+             "properties": {
+                 "action_id": {"type": "string", "const": task},
+                 "parameters": {
+                     "type": "object", "additionalProperties": False,
+                     "required": list(dict.fromkeys(names)),
+                     "properties": {n: {"$ref": "#/$defs/SceneId"} for n in names}},
+                 "monitoring": monitoring}}
+            for task, names in sorted(tasks.items())]}
 
     class GroundedOracleCandidate(OracleCandidate):
         @classmethod

@@ -38,6 +38,7 @@ from mango.generation.models import (
     SceneTask,
     grounded_candidate_schema,
 )
+from mango.generation.reliability import plan_bound, predicate_arguments
 from mango.llm.backend import LLMBackend
 
 log = logging.getLogger(__name__)
@@ -369,8 +370,10 @@ class MangoPipeline:
         if oracle_library is not None and oracle_library.atomic_oracle_library:
             base["atomic_oracle_library"] = _dump(oracle_library)["atomic_oracle_library"]
         schema = grounded_candidate_schema(
-            scene, [t.id for t in atomic_library.atomic_library] if atomic_library else [],
-            [o.id for o in oracle_library.atomic_oracle_library] if oracle_library else [])
+            scene, {t.id: t.parameters for t in atomic_library.atomic_library}
+            if atomic_library else {},
+            [o.id for o in oracle_library.atomic_oracle_library] if oracle_library else [],
+            predicate_arguments(scene, self.catalog), plan_bound(instruction, scene))
         if self.config.ablation == "baseline":
             cand, res = self._single("module3", "module3.generate", schema, base)
         else:

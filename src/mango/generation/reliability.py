@@ -15,8 +15,10 @@ from typing import Any
 
 from mango.errors import InputError
 from mango.generation import engine
-from mango.generation.models import AssessorReport, SceneTask
+from mango.generation.models import AssessorReport, FunctionCatalog, SceneTask
+from mango.generation.offline.grounding import ground_instruction
 from mango.generation.offline.matching import Grounder
+from mango.oracle.world_state import ROBOT_PARTS
 
 ASPECT = "execution_reliability"
 
@@ -32,6 +34,32 @@ class ReliabilityResult:
     @property
     def ok(self) -> bool:
         return not self.issues
+
+
+def predicate_arguments(scene: SceneTask, catalog: FunctionCatalog) -> dict[str, list[str]]:
+    """Each predicate of `catalog` → the ids the dry run below evaluates it on: a
+    `joint_or_fixture` argument takes what has a joint, a `device` what can be switched, any
+    other every entity and robot part. Module III's answer schema holds the model to these."""
+    g = Grounder(scene)
+    every = [*scene.entities(), *ROBOT_PARTS]
+    by_kind = {"joint_or_fixture": [e for e in scene.entities() if g.is_closable(e)],
+               "device": [e for e in scene.entities() if g.is_switchable(e)]}
+    out: dict[str, list[str]] = {}
+    for name, info in catalog.predicates.items():
+        args = set(info.input_arguments)
+        kind = next(iter(args)) if len(args) == 1 else ""
+        out[name] = by_kind.get(kind, every)
+    return out
+
+
+def plan_bound(instruction: str, scene: SceneTask) -> int | None:
+    """How many top-level steps an oracle of `instruction` may need: one per goal the reader
+    finds, and one more (an opening or a closing of its own); None when it reads none."""
+    try:
+        goals = ground_instruction(instruction, scene).goals
+    except Exception:  # a refusal of the reader: the model is not bounded by it
+        return None
+    return len(goals) + 1 if goals else None
 
 
 class ExecutionReliabilityAssessor:

@@ -28,6 +28,11 @@ from pydantic import BaseModel
 from mango.errors import InputError
 from mango.llm.backend import AgentCall, BackendError
 
+# Tokens of context. Module III's request on a LIBERO scene is ~4.1k tokens once llama.cpp has
+# put the answer's JSON schema (the scene's ids, the library's tasks) into the prompt, past
+# the old 4096; Qwen2.5 takes 32k, and 8192 costs the 1.5B model ~0.2 GB of KV cache.
+DEFAULT_CTX = 8192
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
@@ -272,7 +277,7 @@ class LocalServer:
         model: str | Path,
         *,
         port: int = 0,
-        n_ctx: int = 4096,
+        n_ctx: int = DEFAULT_CTX,
         threads: int | None = None,
         parallel: int = 1,
         quiet: bool = True,
@@ -355,7 +360,7 @@ class LocalBackend:
     """The OpenAI-compatible backend over a `LocalServer` it owns (name "local")."""
 
     def __init__(self, model: str = "qwen0.5b", *, server: LocalServer | None = None,
-                 n_ctx: int = 4096, threads: int | None = None, parallel: int = 1,
+                 n_ctx: int = DEFAULT_CTX, threads: int | None = None, parallel: int = 1,
                  **config: Any) -> None:
         from mango.llm.openai_compat import OpenAICompatBackend, OpenAICompatConfig
 
