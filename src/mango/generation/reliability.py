@@ -54,11 +54,9 @@ def predicate_arguments(scene: SceneTask, catalog: FunctionCatalog) -> dict[str,
 
 def plan_bound(instruction: str, scene: SceneTask) -> int | None:
     """How many top-level steps an oracle of `instruction` may need: one per goal the reader
-    finds, and one more (an opening or a closing of its own); None when it reads none."""
-    try:
-        goals = ground_instruction(instruction, scene).goals
-    except Exception:  # a refusal of the reader: the model is not bounded by it
-        return None
+    finds, and one more (an opening or a closing of its own); None when it reads none (the
+    model is then not bounded by the reader)."""
+    goals = ground_instruction(instruction, scene).goals
     return len(goals) + 1 if goals else None
 
 
