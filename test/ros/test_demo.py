@@ -14,17 +14,22 @@ REPO = Path(__file__).resolve().parents[2]
 SCENE = "libero10_book_caddy"  # the shortest expert run
 
 
+# A third of the way into the carry: the book falls well short of the caddy. At half way a
+# loaded CI machine's real-time stack once had no failed step at all (the task was not broken).
+FAULT = "drop@0.3"
+
+
 @pytest.mark.slow
 def test_demo_localizes_a_fault_and_replays_identically(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     proc = subprocess.run(
-        [sys.executable, "-m", "mango.cli.main", "demo", "--scene", SCENE, "--fault", "drop@0.5",
+        [sys.executable, "-m", "mango.cli.main", "demo", "--scene", SCENE, "--fault", FAULT,
          "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads((out / "report.json").read_text())
     report, run = result["report"], result["run"]
     truth = run["policy_info"]
-    assert truth["fault"] == "drop@0.5" and truth["failed_step"]
+    assert truth["fault"] == FAULT and truth["failed_step"], truth
     assert report["verdict"] == "fail" and report["failed_step"] == truth["failed_step"]
     assert "oracle agrees" in proc.stdout and "failed here" in proc.stdout
 
