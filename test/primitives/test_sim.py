@@ -141,16 +141,18 @@ def _mug_scene(tmp_path: Path, yaw: float) -> Path:
     return path
 
 
-def _held_widths(env: SimEnv, mug: str) -> tuple[list[float], list[float]]:
-    """A trace callback and what it records: the gripper width at every control step the
-    sim has the mug grasped (both fingers on it)."""
+def _traced_primitives(env: SimEnv, mug: str) -> tuple[SimPrimitives, list[float]]:
+    """The primitives on `env` with the sim's perception, and what they record: the gripper
+    width at every control step the sim has the mug grasped (both fingers on it)."""
     widths: list[float] = []
 
     def on_state(state) -> None:
         if state.fact(f"grasped({mug})"):
             widths.append(env.gripper_width())
 
-    return on_state, widths
+    prims = SimPrimitives(env, make_backend(PerceptionConfig(backend="sim", scene=env.scene)),
+                          on_state=on_state)
+    return prims, widths
 
 
 def _handle_yaw(env: SimEnv, mug: str) -> float:
@@ -165,9 +167,7 @@ def test_a_mug_whose_handle_crosses_the_insertion_is_turned_and_held_across_its_
     again from the side, slid in; held across the body's 6.5 cm throughout (across body and
     handle the fingers stop at ~7.5 cm)."""
     env = SimEnv("libero10_mug_microwave", 0, cameras=("front", "wrist"), image_size=(640, 480))
-    on_state, widths = _held_widths(env, "white_yellow_mug_1")
-    prims = SimPrimitives(env, make_backend(PerceptionConfig(backend="sim", scene=env.scene)),
-                          on_state=on_state)
+    prims, widths = _traced_primitives(env, "white_yellow_mug_1")
     req = parse_destination("in the microwave")
     with env:
         g = prims.grasp("the yellow and white mug", req)
@@ -194,9 +194,7 @@ def test_a_mug_whose_handle_leads_the_insertion_is_grasped_from_the_side(
     insertion's axis approaches from the side opposite it, closing across the body."""
     env = SimEnv(_mug_scene(tmp_path, -90), 0, cameras=("front", "wrist"),
                  image_size=(640, 480))
-    on_state, widths = _held_widths(env, "white_yellow_mug_1")
-    prims = SimPrimitives(env, make_backend(PerceptionConfig(backend="sim", scene=env.scene)),
-                          on_state=on_state)
+    prims, widths = _traced_primitives(env, "white_yellow_mug_1")
     req = parse_destination("in the microwave")
     with env:
         g = prims.grasp("the yellow and white mug", req)
