@@ -107,6 +107,32 @@ def test_release_targets_keep_the_clearance() -> None:
     assert hand == pytest.approx([0.0, 0.1, 0.92 + RELEASE_CLEARANCE + 0.06])
 
 
+
+def test_a_second_object_goes_beside_what_is_in_the_container() -> None:
+    """LIBERO's basket (20 x 24 cm) with the soup (7 cm across) at its middle: the sauce
+    (5.5 cm) goes to the free spot nearest the middle, clear of the soup by the margin and
+    inside the walls; the floor is no higher than the soup's bottom (the soup hides it, and a
+    box fitted to what is still seen sits higher)."""
+    basket = _det((0.05, -0.2, 0.95), (0.2, 0.24, 0.06), eid="basket_1")
+    soup = _det((0.05, -0.2, 0.97), (0.07, 0.07, 0.1), eid="alphabet_soup_1")
+    half = (0.0275, 0.0275)
+    t = container_target(basket, occupants=[soup], held_half=half, base=(-0.56, 0.0))
+    gap = 0.035 + half[0] + 0.005  # the soup's half width, the sauce's, the margin
+    assert max(abs(t.xy[0] - 0.05), abs(t.xy[1] + 0.2)) >= gap - 1e-9
+    assert abs(t.xy[0] - 0.05) <= 0.1 - half[0] and abs(t.xy[1] + 0.2) <= 0.12 - half[1]
+    assert np.hypot(t.xy[0] - 0.05, t.xy[1] + 0.2) < gap + 0.011  # the nearest: one cell on
+    assert t.support_z == pytest.approx(0.92 + 0.012) and t.entity_id == "basket_1"
+    # a box (5 x 8.8 cm, its long side along y) by its own extents, not a circle round it
+    box = container_target(basket, occupants=[soup], held_half=(0.025, 0.044))
+    dx, dy = abs(box.xy[0] - 0.05), abs(box.xy[1] + 0.2)
+    assert dx >= 0.035 + 0.025 + 0.005 - 1e-9 or dy >= 0.035 + 0.044 + 0.005 - 1e-9
+    assert dx <= 0.1 - 0.025 and dy <= 0.12 - 0.044
+    # no free spot: over the middle as without occupants (a flat box on a flat box stays in)
+    full = container_target(basket, occupants=[_det((0.05, -0.2, 0.95), (0.19, 0.23, 0.03))],
+                            held_half=half)
+    assert full.xy == pytest.approx(container_target(basket).xy)
+
+
 AREA = TableArea(centre=(0.0, 0.0), size=(1.0, 1.2), height=0.9, base=(-0.56, 0.0))
 
 

@@ -1,6 +1,6 @@
 """Every movable object of every LIBERO-10 scene, grasped then placed by the executor on the
-embedded sim's ports (the same `PrimitiveExecutor` the primitives_node runs; `test_node.py`
-takes a representative subset through the ROS actions).
+embedded sim's ports (the same `PrimitiveExecutor` the primitives_node runs;
+`test_node_scenes.py` takes every one through the ROS actions).
 
 Each object is placed where the scene's expert plan puts it ("in/on the <destination>"), or,
 when the plan does not move it, in "empty space on the table". What is asserted is what a
@@ -12,31 +12,12 @@ over the scene's hand-sized objects.
 from __future__ import annotations
 
 import pytest
+from support.primitive_cases import SCENES, destination, phrase, wider_than_the_hand
 
 from mango.perception.base import PerceptionConfig
 from mango.perception.registry import make_backend
 from mango.primitives import SimPrimitives, parse_destination
-from mango.primitives.planning import GRIPPER_OPEN
 from mango.sim.env import SimEnv
-from mango.sim.scene import SceneSpec, list_scenes
-
-SCENES = sorted(p.stem for p in list_scenes() if p.stem.startswith("libero10_"))
-
-
-def _phrase(scene: SceneSpec, eid: str) -> str:
-    e = scene.entity(eid)
-    return "the " + (e.description or eid.rsplit("_", 1)[0].replace("_", " "))
-
-
-def _destination(scene: SceneSpec, eid: str) -> str:
-    """Where the expert plan puts the object, in VoLo's phrasing; the table otherwise."""
-    for k in scene.expert:
-        if k.skill == "pick_place" and k.obj == eid and k.target is not None:
-            region = next((r for r in scene.regions if r.id == k.target), None)
-            dest = region.parent if region is not None else k.target
-            if dest and dest != scene.table.id and k.relation in ("in", "on"):
-                return f"{k.relation} {_phrase(scene, dest)}"
-    return "empty space on the table"
 
 
 def test_the_ten_scenes_are_covered() -> None:
@@ -52,12 +33,12 @@ def test_grasp_then_place_every_movable_object(name: str) -> None:
     failures: list[str] = []
     with env:
         for e in (e for e in scene.entities if e.movable):
-            phrase = _phrase(scene, e.id)
-            dest = parse_destination(_destination(scene, e.id))
-            g = prims.grasp(phrase, dest)  # knowing the destination, as pick-place does
+            said = phrase(scene, e.id)
+            dest = parse_destination(destination(scene, e.id))
+            g = prims.grasp(said, dest)  # knowing the destination, as pick-place does
             truth = env.world_state().fact(f"grasped({e.id})") is True
             assert g.grasped == truth, (e.id, g.message)  # measured, not assumed
-            if min(e.size[0], e.size[1]) > GRIPPER_OPEN - 0.005:
+            if wider_than_the_hand(e):
                 assert g.status == "rejected" and "wider than the hand" in g.message, g.message
                 continue
             sized += 1
@@ -66,12 +47,12 @@ def test_grasp_then_place_every_movable_object(name: str) -> None:
                 continue
             assert g.entity_id == e.id and g.width is not None and g.width > 0.003
             grasped += 1
-            p = prims.place(dest, phrase)
+            p = prims.place(dest, said)
             assert env.world_state().fact(f"grasped({e.id})") is False  # it was let go
             if p.status == "succeeded" and p.satisfied_truth:
                 placed += 1
             else:
-                failures.append(f"place {e.id} {_destination(scene, e.id)}: {p.status} "
+                failures.append(f"place {e.id} {destination(scene, e.id)}: {p.status} "
                                 f"(truth {p.satisfied_truth}): {p.message}")
     assert sized > 0
     # the issue's goals over LIBERO-10 x seeds: grasp >= 90 %, place >= 85 %; per scene of

@@ -5,14 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from weakref import WeakKeyDictionary
 
 from rclpy.node import Node
 
-from mango.client.session import request_reply
+from mango.client.session import StackSession, request_reply
+from mango.stack import Stack
 
 
 class Processes:
@@ -78,3 +80,19 @@ def call_service(node: Node, srv_type: type, name: str, request: Any,
 # node -> (its clients here, the services that answered it)
 _CLIENTS: WeakKeyDictionary[Node, tuple[dict[tuple[type, str], Any], set[tuple[type, str]]]] = (
     WeakKeyDictionary())
+
+
+@contextmanager
+def running_stack(stack: Stack, ns: str
+                  ) -> Iterator[tuple[Node, dict[str, list[str]]]]:
+    """`stack` under the namespace `ns`, each node its own process: the session's node and
+    each node's output lines as they come; no node may have printed a traceback at the end."""
+    logs: dict[str, list[str]] = {}
+    with StackSession(stack.in_namespace(ns), output=lambda who, line: logs.setdefault(
+            who, []).append(line)) as session:
+        assert session.node is not None
+        try:
+            yield session.node, logs
+        finally:
+            for who, lines in logs.items():
+                assert not [ln for ln in lines if "Traceback" in ln], (who, lines[-40:])

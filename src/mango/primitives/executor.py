@@ -45,6 +45,7 @@ from mango.primitives.planning import (
     fixture_of,
     fixture_release,
     footprint_extents,
+    inside_box,
     surface_height,
     surface_target,
 )
@@ -372,11 +373,18 @@ class PrimitiveExecutor:
             assert anchor is not None
             m = self.ports.measure()
             fx = fixture_of(anchor, self.known_fixtures(m.world))
+            assert held.detection is not None
             if fx is None:
-                return container_target(anchor), anchor
+                held_key = held.entity_id or held.detection.phrase
+                self.detect(obstacle_phrases(self.scene, held.entity_id))
+                occupants = inside_box(anchor, [
+                    d for k, d in self.seen.items()
+                    if k not in (held_key, anchor.entity_id or anchor.phrase)])
+                half = (held.detection.size[0] / 2, held.detection.size[1] / 2)
+                return container_target(anchor, occupants=occupants, held_half=half,
+                                        base=self.area.base), anchor
             if fx.shape == "drawer_cabinet" and fx.drawer_q is None:
                 fx = dataclasses.replace(fx, drawer_q=drawer_q_from_box(fx, anchor))
-            assert held.detection is not None
             radius = max(held.detection.size[0], held.detection.size[1]) / 2
             self._into = fx
             return fixture_release(fx, radius, self.area.base), anchor

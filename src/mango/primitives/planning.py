@@ -262,10 +262,34 @@ class PlaceTarget:
                          self.support_z + RELEASE_CLEARANCE + hand_above_bottom])
 
 
-def container_target(det: Detection, floor: float = 0.012) -> PlaceTarget:
-    """In a container: over its centre, the support its floor (just above the box bottom)."""
+def container_target(det: Detection, floor: float = 0.012,
+                     occupants: Sequence[Detection] = (),
+                     held_half: tuple[float, float] = (0.0, 0.0),
+                     base: Sequence[float] = (0.0, 0.0)) -> PlaceTarget:
+    """In a container: over its centre, the support its floor (just above the box bottom).
+    With `occupants` (what is in it already) the free spot inside nearest the centre for
+    the held object's footprint, `held_half` its half extents along x and y
+    (`OccupancyGrid` over the container's box, 5 mm margins), the floor no higher than their
+    bottoms: a second can released over the centre lands on the first and tips out, and
+    what is in it hides the floor and pulls the box toward the side still seen. Without a
+    free spot, over the centre as before: a flat box on a flat box stays in the basket."""
     cx, cy, cz = det.centroid
-    return PlaceTarget(np.array([cx, cy]), cz - det.size[2] / 2 + floor, det.entity_id)
+    bottom = cz - det.size[2] / 2
+    spot = None
+    if occupants:
+        bottom = min(bottom, *(o.centroid[2] - o.size[2] / 2 for o in occupants))
+        inside = TableArea((cx, cy), (det.size[0], det.size[1]), bottom, (base[0], base[1]),
+                           reach=(0.0, np.inf))
+        spot = OccupancyGrid(inside, [_box_of(o) for o in occupants], held_half,
+                             margin=0.005).nearest((cx, cy))
+    return PlaceTarget(np.array([cx, cy]) if spot is None else spot, bottom + floor,
+                       det.entity_id)
+
+
+def inside_box(container: Detection, dets: Sequence[Detection]) -> list[Detection]:
+    """The detections whose centre lies within the container's footprint."""
+    x0, y0, x1, y1 = _box_of(container)
+    return [d for d in dets if x0 < d.centroid[0] < x1 and y0 < d.centroid[1] < y1]
 
 
 def surface_target(det: Detection, frame: RGBDFrame | None = None) -> PlaceTarget:
@@ -313,19 +337,23 @@ class OccupancyGrid:
     plus a margin: a free cell is a spot where the object fits without touching anything."""
 
     def __init__(self, area: TableArea, footprints: Sequence[tuple[float, float, float, float]],
-                 radius: float, margin: float = 0.02, cell: float = 0.01) -> None:
+                 radius: float | tuple[float, float], margin: float = 0.02,
+                 cell: float = 0.01) -> None:
+        """`radius`: the held object's, or its half extents along x and y (a box whose yaw
+        the place keeps)."""
         self.area, self.cell = area, cell
-        x0 = area.centre[0] - area.size[0] / 2 + radius + margin
-        y0 = area.centre[1] - area.size[1] / 2 + radius + margin
-        x1 = area.centre[0] + area.size[0] / 2 - radius - margin
-        y1 = area.centre[1] + area.size[1] / 2 - radius - margin
+        rx, ry = (radius, radius) if isinstance(radius, float | int) else radius
+        gx, gy = rx + margin, ry + margin
+        x0 = area.centre[0] - area.size[0] / 2 + gx
+        y0 = area.centre[1] - area.size[1] / 2 + gy
+        x1 = area.centre[0] + area.size[0] / 2 - gx
+        y1 = area.centre[1] + area.size[1] / 2 - gy
         xs, ys = np.arange(x0, x1 + 1e-9, cell), np.arange(y0, y1 + 1e-9, cell)
         self.x, self.y = np.meshgrid(xs, ys, indexing="ij")
         free = np.ones(self.x.shape, bool)
-        grow = radius + margin
         for bx0, by0, bx1, by1 in footprints:
-            free &= ~((self.x > bx0 - grow) & (self.x < bx1 + grow)
-                      & (self.y > by0 - grow) & (self.y < by1 + grow))
+            free &= ~((self.x > bx0 - gx) & (self.x < bx1 + gx)
+                      & (self.y > by0 - gy) & (self.y < by1 + gy))
         d = np.hypot(self.x - area.base[0], self.y - area.base[1])
         free &= (d >= area.reach[0]) & (d <= area.reach[1])
         self.free = free

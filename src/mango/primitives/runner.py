@@ -33,6 +33,7 @@ from mango.primitives.planning import PlaceRequest, PlaceTarget
 from mango.primitives.transit import TransitPlanner
 from mango.sim.env import SimEnv
 from mango.sim.expert.arm import PlannedArm
+from mango.sim.scene import SceneSpec
 
 __all__ = ["CLOSED", "MIN_HELD_WIDTH", "GraspOutcome", "PlaceOutcome", "SimPrimitives"]
 
@@ -160,14 +161,25 @@ class SimPrimitives:
         if held is None:
             return None, dest
         state = self.env.world_state()
-        view = StateView(state, Thresholds())
         if req.kind in ("in", "on"):
             if dest is None:
                 return None, dest
-            # a container's or a fixture's working region when it has one (the basket's
-            # inside, the stove's cooking area), as the scene's goals name them
-            region = next((r.id for r in self.env.scene.regions if r.parent == dest), dest)
-            return (p_in if req.kind == "in" else p_on)(view, held, region), dest
-        pos = state.objects[held].position
-        off = float(np.hypot(pos[0] - target.xy[0], pos[1] - target.xy[1]))
-        return p_on(view, held, self.env.scene.table.id) and off < 0.05, dest
+            return relation_holds(self.env.scene, state, req.kind, held, dest), dest
+        return released_on_table(self.env.scene, state, held, target.xy), dest
+
+
+def relation_holds(scene: SceneSpec, state: WorldState, kind: str, held: str,
+                   dest: str) -> bool:
+    """'in/on <dest>' on the sim's world state, by the oracle's own predicates: in or on a
+    container's or a fixture's working region when it has one (the basket's inside, the
+    stove's cooking area), as the scene's goals name them."""
+    region = next((r.id for r in scene.regions if r.parent == dest), dest)
+    return (p_in if kind == "in" else p_on)(StateView(state, Thresholds()), held, region)
+
+
+def released_on_table(scene: SceneSpec, state: WorldState, held: str,
+                      xy: Sequence[float]) -> bool:
+    """'empty space …' on the sim's world state: on the table, within 5 cm of the spot."""
+    pos = state.objects[held].position
+    return p_on(StateView(state, Thresholds()), held, scene.table.id) and float(
+        np.hypot(pos[0] - xy[0], pos[1] - xy[1])) < 0.05
