@@ -169,14 +169,17 @@ def _check_gazebo_launch() -> None:
 def _check_primitive_actions() -> None:
     # `ros2 action send_goal NAME TYPE GOAL` sends one goal of TYPE to the action NAME
     # (ros2/ros2cli: ros2action/ros2action/verb/send_goal.py); the sim stack runs the node
-    # serving /grasp and /place, and test/primitives/test_node.py sends both on that stack
+    # serving /grasp and /place, and test/primitives/test_node*.py send both on that stack
     stack = yaml.safe_load((ROOT / "config" / "stacks" / "sim.yaml").read_text())
     assert "primitives_node" in {n["name"] for n in stack["nodes"]}
     node = (ROOT / "src/mango/nodes/primitives_node.py").read_text()
     assert '(Grasp, "grasp"' in node and '(Place, "place"' in node
-    test = (ROOT / "test/primitives/test_node.py").read_text()
-    assert 'load_stack("sim")' in test and "Grasp.Goal(target=" in test
-    assert "Place.Goal(destination=" in test
+    rig = (ROOT / "test/support/primitives_rig.py").read_text()  # the tests' stack
+    assert 'load_stack("sim")' in rig and '"primitives_node"' in rig
+    for name in ("test_node.py", "test_node_scenes.py"):
+        test = (ROOT / "test/primitives" / name).read_text()
+        assert "primitives_stack(" in test and "Grasp.Goal(target=" in test, name
+        assert "Place.Goal(destination=" in test, name
 
 
 def _check_execute_task() -> None:
