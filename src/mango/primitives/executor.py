@@ -375,11 +375,9 @@ class PrimitiveExecutor:
             fx = fixture_of(anchor, self.known_fixtures(m.world))
             assert held.detection is not None
             if fx is None:
-                held_key = held.entity_id or held.detection.phrase
-                self.detect(obstacle_phrases(self.scene, held.entity_id))
-                occupants = inside_box(anchor, [
-                    d for k, d in self.seen.items()
-                    if k not in (held_key, anchor.entity_id or anchor.phrase)])
+                key = anchor.entity_id or anchor.phrase
+                occupants = inside_box(anchor, [d for d in self._others_seen(held)
+                                                if (d.entity_id or d.phrase) != key])
                 half = (held.detection.size[0] / 2, held.detection.size[1] / 2)
                 return container_target(anchor, occupants=occupants, held_half=half,
                                         base=self.area.base), anchor
@@ -393,16 +391,20 @@ class PrimitiveExecutor:
             return surface_target(anchor, self.last_frame), anchor
         if req.at is not None:  # back where it stood a moment ago: free, reachable
             return PlaceTarget(np.asarray(req.at, float), self.area.height, None), None
-        self.detect(obstacle_phrases(self.scene, held.entity_id))
-        held_key = held.entity_id or (held.detection.phrase if held.detection else None)
-        # seen now, or seen before and hidden now (by the arm holding this object, often)
-        obstacles = [d for k, d in self.seen.items() if k != held_key]
+        obstacles = self._others_seen(held)
         if anchor is not None:
             obstacles.append(anchor)
         assert held.detection is not None
         major, minor = footprint_extents(held.detection)
         radius = math.hypot(major, minor) / 2
         return empty_space_target(self.area, obstacles, radius, anchor, req.side), anchor
+
+    def _others_seen(self, held: GraspOutcome) -> list[Detection]:
+        """Every scene entity but the held one, looked for now: seen now, or seen before and
+        hidden now (by the arm holding this object, often)."""
+        self.detect(obstacle_phrases(self.scene, held.entity_id))
+        held_key = held.entity_id or (held.detection.phrase if held.detection else None)
+        return [d for k, d in self.seen.items() if k != held_key]
 
     def place(self, req: PlaceRequest, object_phrase: str | None = None) -> PlaceOutcome:
         self._rows_total = self._rows_done = 0
