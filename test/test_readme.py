@@ -438,6 +438,10 @@ WALK: dict[str, tuple[Step, ...]] = {
 # ----------------------------------------------------------------------------- the walker
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Walker:
     """Runs steps in one folder, keeps started commands, and collects what went wrong."""
 
@@ -490,9 +494,13 @@ class Walker:
             self.judge(step.cmd, done.returncode, step.rc, done.stdout + done.stderr,
                        step.expect, step.forbid)
         elif isinstance(step, Start):
+            # Ctrl-C as a terminal delivers it: a shell runs a background job (`make test &`)
+            # with SIGINT ignored, which its children inherit, and Python then never turns it
+            # into KeyboardInterrupt (a run started that way failed "did not stop within 30 s")
             proc = subprocess.Popen(self.argv(step.cmd), cwd=self.work, env=self.env,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, start_new_session=True)
+                                    text=True, start_new_session=True,
+                                    preexec_fn=_default_sigint)
             lines: list[str] = []
             threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True).start()
             self.started[step.key] = (proc, lines, step.cmd)

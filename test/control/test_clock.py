@@ -1,5 +1,6 @@
 """The sim-clock estimate: trajectory time follows the simulator's stamps, is smooth between
-bursts of joint states, never goes back and never runs ahead of the wall clock."""
+bursts of joint states, never goes back and never runs ahead of the wall clock (times the
+simulator's real-time factor, where it was told one)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,22 @@ def test_a_slow_simulator_holds_trajectory_time_back() -> None:
         now = 1.0 + k * PERIOD
         t = clock.advance(_m(5.0 + k * PERIOD / 2, now), now)
     assert t == pytest.approx(199 * PERIOD / 2 + PERIOD)
+
+
+def _twice_real_time(clock: SimClock) -> float:
+    for k in range(1, 200):  # a state every 5 ms of wall time, 10 ms of sim time apart
+        now = 1.0 + k * PERIOD / 2
+        t = clock.advance(_m(5.0 + k * PERIOD, now), now)
+    return t
+
+
+def test_a_fast_simulator_is_followed_up_to_the_factor_it_was_given() -> None:
+    assert _twice_real_time(SimClock(_m(5.0, 1.0), 1.0, PERIOD, speed=2.0)) == pytest.approx(
+        199 * PERIOD + PERIOD)
+    # told nothing, the clock keeps to real time: a backlog of states taken late must not
+    # jump a trajectory ahead
+    assert _twice_real_time(SimClock(_m(5.0, 1.0), 1.0, PERIOD)) == pytest.approx(
+        199 * PERIOD / 2 + PERIOD)
 
 
 def test_a_burst_after_a_gap_is_smooth() -> None:

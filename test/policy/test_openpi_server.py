@@ -159,11 +159,14 @@ def test_every_preset_runs_end_to_end_against_openpis_server(server_for, preset:
     # then 6 rows holding still so the arm has caught up with its target.
     if preset == "libero":
         # 4 steps of 0.1 OSC units up (0.005 m each) in LIBERO's world frame: z rises 2 cm
-        # a chunk (less 0.5-1.5 mm: the position servo's sag), x and y stay. The scene is
+        # a chunk, less the position servo's sag and whatever the arm has not caught up with
+        # when the next request is made (0.5-1.5 mm quiet, 2.1 mm on a loaded CI machine; a
+        # wrong scale would be 10 cm or 0.1 mm), never more; x and y stay. The scene is
         # LIVING_ROOM_SCENE2: LIBERO's robot stands on the floor there, base z 0.42.
         s = np.array([r["observation/state"] for r in reqs])
         assert s[0, 2] == pytest.approx(0.42 + 0.4869, abs=0.002)  # the ready pose
-        assert np.diff(s[:, 2]) == pytest.approx([0.02] * (chunks - 1), abs=0.002)
+        rise = np.diff(s[:, 2])
+        assert np.all((rise > 0.016) & (rise < 0.0205)), rise
         assert np.allclose(s[1:, :2], s[0, :2], atol=0.002)
     if preset == "droid":
         # 4 steps of velocity 0.1 on joint 1 = 4 x 0.02 rad a chunk (DROID's 0.2 rad per unit

@@ -15,6 +15,11 @@ from mango.sim.faults import parse_fault
 from mango.sim.runner import run_episode
 
 SCENE = "libero10_book_caddy"  # LIBERO-10 task 5, the shortest expert run (~13 s)
+# Early in the transport, so the dropped book lands well away from the caddy (24 cm in the
+# embedded run). At 50 % it lands against the caddy's side (5 cm from its centre): a loaded
+# CI machine shifted the release by a little and the book fell into the back compartment,
+# a pass the oracle rightly gave.
+DROP = "drop@0.3"
 
 
 def _policy_run(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
@@ -43,17 +48,18 @@ def test_expert_completes_the_task_and_the_oracle_passes_it(tmp_path: Path) -> N
 
 @pytest.mark.slow
 def test_injected_fault_fails_at_the_labelled_step() -> None:
-    labels = run_episode(SCENE, fault=parse_fault("drop@0.5")).labels
+    labels = run_episode(SCENE, fault=parse_fault(DROP)).labels
     assert labels["expected_verdict"] == "fail"
-    proc = _policy_run("--scene", SCENE, "--fault", "drop@0.5", "--json", "--exit-code")
-    assert proc.returncode == 1, proc.stderr[-3000:]  # judged, failed: --exit-code says so
+    proc = _policy_run("--scene", SCENE, "--fault", DROP, "--json", "--exit-code")
+    # judged, failed: --exit-code says so
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads(proc.stdout)
     # The expert carries on after the drop and finishes its script: a run cut short (a chunk
     # refused, a timeout) would be judged where it stopped, not where the fault struck.
     assert report["run"]["policy_status"] == "succeeded", report["run"]["policy_message"]
     assert report["verdict"] == "fail"
     assert report["failed_step"] == labels["failed_step"]
-    assert report["run"]["fault"] == "drop@0.5"
+    assert report["run"]["fault"] == DROP
     # The vla_node reports the expert's own ground truth for the fault.
     assert report["run"]["policy_info"]["failed_step"] == labels["failed_step"]
 

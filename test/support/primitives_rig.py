@@ -18,6 +18,7 @@ from action_msgs.msg import GoalStatusArray
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
+from unique_identifier_msgs.msg import UUID
 
 from mango.control import load_robot
 from mango.nodes.actions import ActionClient
@@ -119,10 +120,41 @@ class Rig:
         wait_for(seen, 30, f"{phrase} seen where it is")
 
 
+class FeedbackTap:
+    """Every feedback message of one action, by goal, from the action's feedback topic itself:
+    rclpy's ActionClient forgets a goal's feedback callback once its result arrives, and the
+    last feedback (a topic) can arrive after the result (a service reply) — CI lost the final
+    progress 1.0 that way twice in one run."""
+
+    def __init__(self, node: Node, client: ActionClient) -> None:
+        self.routes: dict[bytes, list[Any]] = {}
+        node.create_subscription(client._action_type.Impl.FeedbackMessage,
+                                 f"{client._action_name}/_action/feedback", self._on, 100)
+
+    def _on(self, msg: Any) -> None:
+        out = self.routes.get(bytes(msg.goal_id.uuid))
+        if out is not None:
+            out.append(msg.feedback)
+
+    def new_goal(self, feedback: list[Any]) -> UUID:
+        goal_id = UUID(uuid=list(uuid.uuid4().bytes))
+        self.routes[bytes(goal_id.uuid)] = feedback
+        return goal_id
+
+
+def send_goal(client: ActionClient, goal: Any, feedback: list | None) -> Any:
+    """`send_goal_async`, the feedback (if asked for) from the client's tap where it has one."""
+    tap: FeedbackTap | None = getattr(client, "feedback_tap", None)
+    if feedback is None:
+        return client.send_goal_async(goal)
+    if tap is None:
+        return client.send_goal_async(goal, feedback_callback=lambda m: feedback.append(m.feedback))
+    return client.send_goal_async(goal, goal_uuid=tap.new_goal(feedback))
+
+
 def run_goal(client: ActionClient, goal: Any, timeout: float = 120.0,
          feedback: list | None = None) -> Any:
-    sent = client.send_goal_async(goal, feedback_callback=(
-        (lambda m: feedback.append(m.feedback)) if feedback is not None else None))
+    sent = send_goal(client, goal, feedback)
     wait_for(sent.done, 20, "goal acceptance")
     gh = sent.result()
     assert gh.accepted
@@ -136,7 +168,7 @@ def start_until(client: ActionClient, goal: Any, phase: str, progress: float = 0
     """Send a goal and wait until its feedback reaches `phase` past `progress`: (goal
     handle, result future); the goal's own message if it ended before."""
     feedback: list[Any] = []
-    sent = client.send_goal_async(goal, feedback_callback=lambda m: feedback.append(m.feedback))
+    sent = send_goal(client, goal, feedback)
     wait_for(sent.done, 20, "goal acceptance")
     gh = sent.result()
     assert gh.accepted
@@ -166,12 +198,15 @@ def primitives_stack(scene: str, real_time_factor: float = 1.0,
                                         image_width=image_size[0],
                                         image_height=image_size[1])
     nodes["perception_node"].parameters.update(cameras=["front"])
+    nodes["franka_control_node"].parameters.update(time_factor=max(1.0, real_time_factor))
     assert nodes["sim_node"].parameters["segmentation"] is True
     assert nodes["franka_control_node"].parameters["control_rate"] == CONTROL_RATE
     stack = stack.model_copy(update={"nodes": list(nodes.values())})
     with running_stack(stack, ns) as (node, logs):
         rig = Rig(node, ns, logs, ActionClient(node, Grasp, f"{ns}/grasp"),
                   ActionClient(node, Place, f"{ns}/place"))
+        for client in (rig.grasp, rig.place):
+            client.feedback_tap = FeedbackTap(node, client)
 
         node.create_subscription(WorldState, f"{ns}/world_state", rig.world.append, 10)
         if watch_arm:

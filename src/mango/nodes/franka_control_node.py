@@ -15,7 +15,9 @@ the trajectory to `/fr3_arm_controller/follow_joint_trajectory` (control_msgs
 FollowJointTrajectory) and the gripper width to the franka gripper's `move`/`grasp` actions
 under `gripper_namespace` (`control_msgs`/`franka_msgs` exist only on a system ROS 2 and are
 imported lazily). Parameters: `backend`, `robot` (config/robots name or file), `control_rate`,
-`check_workspace`, `max_start_delay` (s a chunk may start late so its first point, timed by
+`check_workspace`, `time_factor` (sim: the fastest the simulator's clock may run, in times
+real time, that a trajectory follows; sim_node's `real_time_factor` when that is above 1),
+`max_start_delay` (s a chunk may start late so its first point, timed by
 a sender that saw the arm a moment earlier, stays within the velocity limits from where the
 arm is; 0 refuses such a chunk instead), `max_slowdown` (franka_ros2: how many seconds a
 goal may be slowed down by to keep the motion the joint trajectory controller plays within
@@ -63,7 +65,7 @@ def _sim_backend(node: FrankaControlNode, period: float) -> ControlBackend:
         msg.header.stamp = clock.now().to_msg()
         pub.publish(msg)
 
-    return SimBackend(node.robot, period, node.reader, send)
+    return SimBackend(node.robot, period, node.reader, send, node.params["time_factor"])
 
 
 def _franka_ros2_backend(node: FrankaControlNode, period: float) -> ControlBackend:
@@ -87,6 +89,7 @@ class FrankaControlNode(Node):
             "robot": "fr3", "control_rate": rate_param(100.0), "check_workspace": True,
             "max_start_delay": Param(0.1, lambda v: 0 <= v <= 1.0, "between 0 and 1 s"),
             "max_slowdown": Param(1.0, lambda v: 0 <= v <= 10.0, "between 0 and 10 s"),
+            "time_factor": Param(1.0, lambda v: 1.0 <= v <= 100.0, "between 1 and 100"),
             "joint_states_topic": "joint_states", "joint_command_topic": "joint_command",
             "arm_action": "/fr3_arm_controller/follow_joint_trajectory",
             "gripper_namespace": "/franka_gripper", "grasp_force": positive(20.0, 140.0),

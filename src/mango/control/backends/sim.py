@@ -24,11 +24,13 @@ JointCommandSink = Callable[[Sequence[str], Sequence[float]], None]  # (names, p
 
 
 class SimBackend:
-    """Streams targets through `send` (sim_node's `joint_command`) every `period` s."""
+    """Streams targets through `send` (sim_node's `joint_command`) every `period` s, a
+    trajectory timed by the simulator's clock, at most `time_factor` times real time."""
 
     def __init__(self, robot: RobotConfig, period: float, reader: JointStateReader,
-                 send: JointCommandSink) -> None:
+                 send: JointCommandSink, time_factor: float = 1.0) -> None:
         self.robot, self.period, self.reader, self.send = robot, period, reader, send
+        self.time_factor = time_factor
         self._names = [*robot.joint_names, GRIPPER]
         self._width: float | None = None  # the gripper width last commanded
         # sim_node keeps its last target: once the arm holds one (a stop, a finished
@@ -80,7 +82,7 @@ class SimBackend:
         self._holding = False
         tracker = PointTracker(traj, self.reader.measured, on_point)
         tick = time.monotonic()
-        clock = SimClock(start, tick, self.period)
+        clock = SimClock(start, tick, self.period, self.time_factor)
         t = clock.t
         # the gripper ramps from what it was told last, not from the measured width: fingers
         # closed on an object measure its width, and commanding that would let it go
