@@ -131,9 +131,11 @@ def _policy_run(preset: str, port: int, max_steps: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     cmd = [sys.executable, "-m", "mango.cli.main", "policy", "run", "--backend", "openpi",
            "--preset", preset, "--port", str(port), "--scene", SCENE,
-           "--max-steps", str(max_steps), "--json"]
+           "--max-steps", str(max_steps), "--json", "--verbose"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
-    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr[-3000:]}"
+    # the nodes' output (--verbose, on stderr) says why when a run cannot start: CI once had
+    # sim_node's reset unanswered for 120 s, and only the client's side of it to go on
+    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr[-6000:]}"
     return json.loads(proc.stdout)
 
 
