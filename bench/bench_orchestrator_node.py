@@ -116,7 +116,7 @@ def main() -> None:
         _wait(lambda: world and joints, 60, "world and joint states")
         for trial in range(args.trials):
             r = _call(node, ResetScene, f"{ns}/sim_node/reset",
-                      ResetScene.Request(scene=SCENE, seed=trial))
+                      ResetScene.Request(scene=SCENE, seed=trial, request_id=uuid.uuid4().hex))
             assert r.success, r.message
             joints.clear()
             n0 = len(world)

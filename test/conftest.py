@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import random
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -70,3 +72,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # modules with slow tests first, so that parallel workers do not end on one long tail
     slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
     items.sort(key=lambda item: item.path not in slow)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test that started nodes shows their logs: what they were doing when a wait
+    in CI ran out is the first thing to know."""
+    outcome = yield
+    report = outcome.get_result()
+    ros = sys.modules.get("support.ros")
+    if ros is None:
+        return
+    if report.failed:
+        logs = ros.Processes.failure_logs()
+        if logs:
+            report.sections.append(("node logs", logs))
+    if report.when == "teardown":
+        ros.Processes.forget_stopped()

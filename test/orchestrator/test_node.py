@@ -102,7 +102,8 @@ class Rig:
 
     def reset(self, seed: int = 0) -> None:
         r = call_service(self.node, ResetScene, f"{self.ns}/sim_node/reset",
-                         ResetScene.Request(scene=SCENE, seed=seed), timeout=120)
+                         ResetScene.Request(scene=SCENE, seed=seed,
+                                            request_id=uuid.uuid4().hex), timeout=120)
         assert r.success, r.message
         self.since = time.monotonic()
         n = len(self.world)

@@ -124,8 +124,8 @@ def test_after_a_reset_nothing_is_seen_of_the_world_before(ros_node: Node,
     truth = {a: objects()}
     for i, scene in enumerate([b, a, b, a]):
         reply = call_service(ros_node, ResetScene, f"{namespace}/sim_node/reset",
-                             ResetScene.Request(scene=scene, seed=0), timeout=60,
-                             repeatable=False)
+                             ResetScene.Request(scene=scene, seed=0,
+                                                request_id=f"switch-{i}"), timeout=60)
         assert reply.success, reply.message
         n = len(states)
         wait_for(lambda n=n: len(states) > n + 2 and states[-1].objects, timeout=20,

@@ -54,7 +54,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
                 "-p", "image_width:=96", "-p", "image_height:=96")
     procs.start("control", "mango.nodes.franka_control_node", "-r", f"__ns:={ns}")
     procs.start("vla", "mango.nodes.vla_node", "-r", f"__ns:={ns}", "-p", "backend:=openpi",
-                "-p", "preset:=joint", "-p", f"port:={server.port}", "-p", "timeout:=10.0")
+                "-p", "preset:=joint", "-p", f"port:={server.port}", "-p", "timeout:=10.0",
+                # a loaded machine may take long to start the sim's cameras
+                "-p", "observation_timeout:=60.0")
     with spun_node("test", threads=3) as node:
         commands: list[float] = []
         states: list[np.ndarray] = []
@@ -128,13 +130,16 @@ def test_a_killed_controller_ends_the_run_within_seconds_and_the_node_stops_clea
                 "-p", "image_width:=96", "-p", "image_height:=96")
     control = procs.start("control", "mango.nodes.franka_control_node", "-r", f"__ns:={ns}")
     vla = procs.start("vla", "mango.nodes.vla_node", "-r", f"__ns:={ns}", "-p", "backend:=openpi",
-                      "-p", "preset:=joint", "-p", f"port:={server.port}", "-p", "timeout:=10.0")
+                      "-p", "preset:=joint", "-p", f"port:={server.port}", "-p", "timeout:=10.0",
+                      # a loaded machine may take long to start the sim's cameras
+                      "-p", "observation_timeout:=60.0")
     try:
         with Robot.connect(ns, server_timeout=60.0) as robot:
             robot.wait_for_servers("run_policy", "execute_chunk", timeout=60)
             task = robot.start_policy("move", max_steps=0, steps_per_chunk=0)
-            wait_for(lambda: task.feedback is not None or len(server.observations) > 0, 60,
-                     "the first chunk")
+            wait_for(lambda: task.feedback is not None or server.observations or task.done(),
+                     90, "the first chunk")
+            assert not task.done(), task.result(0)
             time.sleep(0.5)
             control.send_signal(signal.SIGKILL)
             t_kill = time.monotonic()

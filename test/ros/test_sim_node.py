@@ -73,17 +73,30 @@ def test_sim_node_services_and_topics(ros_node: Node, processes: Processes,
     wait_for(reached, timeout=30, what="the arm reaching the commanded joints")
 
     # Reset: world time restarts and the arm is home again.
-    reply = call_service(ros_node, ResetScene, f"{namespace}/sim_node/reset",
-                         ResetScene.Request(scene="", seed=0), timeout=60, repeatable=False)
+    reset = ResetScene.Request(scene="", seed=0, request_id="reset-1")
+    reply = call_service(ros_node, ResetScene, f"{namespace}/sim_node/reset", reset, timeout=60)
     assert reply.success and "book" in reply.instruction
     n = len(states)
     wait_for(lambda: len(states) > n + 2, what="states after reset")
+    assert min(msg_to_state(m).t for m in states[n:]) < 0.5
+    # A late copy of that request (a client resending while DDS had lost the reply) gets the
+    # same reply and leaves the running episode alone; a new id resets again.
+    wait_for(lambda: msg_to_state(states[-1]).t > 1.0, timeout=30, what="world time 1 s")
+    copy = call_service(ros_node, ResetScene, f"{namespace}/sim_node/reset", reset, timeout=60)
+    assert (copy.success, copy.message) == (reply.success, reply.message)
+    n = len(states)
+    wait_for(lambda: len(states) > n + 2, what="states after the copy")
+    assert min(msg_to_state(m).t for m in states[n:]) > 1.0
+    again = ResetScene.Request(scene="", seed=0, request_id="reset-2")
+    call_service(ros_node, ResetScene, f"{namespace}/sim_node/reset", again, timeout=60)
+    n = len(states)
+    wait_for(lambda: len(states) > n + 2, what="states after the second reset")
     assert min(msg_to_state(m).t for m in states[n:]) < 0.5
 
     # The expert with a fault: the service answers with the ground truth the offline run has.
     t_call = msg_to_state(states[-1]).t  # world time now, give or take a state
     reply = call_service(ros_node, RunExpert, f"{namespace}/sim_node/run_expert",
-                         RunExpert.Request(fault="drop@0.5"), timeout=240, repeatable=False)
+                         RunExpert.Request(fault="drop@0.5", request_id="expert-1"), timeout=240)
     offline = run_episode(SCENE, 0, parse_fault("drop@0.5")).labels
     assert reply.expected_failed_step == offline["failed_step"]
     # Times are world times: the run started when the call arrived, shortly after t_call.
@@ -91,7 +104,7 @@ def test_sim_node_services_and_topics(ros_node: Node, processes: Processes,
             <= offline["failed_t"] + t_call + 1.5)
 
     bad = call_service(ros_node, RunExpert, f"{namespace}/sim_node/run_expert",
-                       RunExpert.Request(fault="melt@1"), repeatable=False)
+                       RunExpert.Request(fault="melt@1", request_id="expert-2"))
     assert not bad.success and "bad fault" in bad.message
 
 

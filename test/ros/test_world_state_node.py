@@ -268,7 +268,7 @@ def test_calibration_file_and_a_device_topic(ros_node: Node, processes: Processe
     before = msg_to_state(est[-1]).t
     n_est, n_truth = len(est), len(truth)
     reply = call_service(ros_node, ResetScene, f"{namespace}/sim_node/reset",
-                         ResetScene.Request(seed=3), timeout=60)
+                         ResetScene.Request(seed=3, request_id="reset-3"), timeout=60)
     assert reply.success, reply.message
     tracks.clear()
     wait_for(lambda: any(msg_to_state(m).t < before for m in est[n_est:]), timeout=30,

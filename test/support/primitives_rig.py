@@ -102,7 +102,8 @@ class Rig:
 
     def reset(self, scene: str, seed: int) -> None:
         r = call_service(self.node, ResetScene, f"{self.ns}/sim_node/reset",
-                         ResetScene.Request(scene=scene, seed=seed), timeout=120)
+                         ResetScene.Request(scene=scene, seed=seed,
+                                            request_id=uuid.uuid4().hex), timeout=120)
         assert r.success, r.message
 
     def seen_where_it_is(self, phrase: str, entity: str) -> None:

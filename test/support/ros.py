@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from weakref import WeakKeyDictionary
 
 from rclpy.node import Node
@@ -18,11 +18,18 @@ from mango.stack import Stack
 
 
 class Processes:
-    """Node subprocesses started by a test; all are stopped (SIGINT, then kill) at the end."""
+    """Node subprocesses started by a test; all are stopped (SIGINT, then kill) at the end.
+
+    A failing test's report ends with the nodes' logs (`failure_logs`, called by conftest):
+    a timeout in CI otherwise says nothing of what the nodes were doing."""
+
+    live: ClassVar[list[Processes]] = []  # not yet stopped, or stopped during the current test
+    LOG_TAIL = 4000
 
     def __init__(self, logdir: Path) -> None:
         self.logdir = logdir
         self.procs: list[tuple[str, subprocess.Popen[str]]] = []
+        Processes.live.append(self)
 
     def start(self, name: str, module: str, *ros_args: str) -> subprocess.Popen[str]:
         log = (self.logdir / f"{name}.log").open("w")
@@ -33,6 +40,23 @@ class Processes:
 
     def log(self, name: str) -> str:
         return (self.logdir / f"{name}.log").read_text()
+
+    @classmethod
+    def failure_logs(cls) -> str:
+        """The tail of every node's log that the current test may have talked to."""
+        parts = []
+        for procs in cls.live:
+            for name, proc in procs.procs:
+                text = (procs.logdir / f"{name}.log").read_text(errors="replace")
+                state = "running" if proc.poll() is None else f"exit {proc.returncode}"
+                parts.append(f"--- {name} ({state}), last {cls.LOG_TAIL} characters ---\n"
+                             f"{text[-cls.LOG_TAIL:]}")
+        return "\n".join(parts)
+
+    @classmethod
+    def forget_stopped(cls) -> None:
+        """After a test: only the processes still running (a module's stack) stay live."""
+        cls.live = [p for p in cls.live if any(proc.poll() is None for _, proc in p.procs)]
 
     def stop_all(self) -> None:
         for _, p in self.procs:

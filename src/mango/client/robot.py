@@ -346,9 +346,9 @@ class Robot:
                     ) -> SceneReset:
         """Reset the embedded simulator (world time restarts, which starts the oracle node's
         next episode); `scene` "" keeps the current scene."""
-        reply = self._call(ResetScene, f"{self.names.sim_node}/reset",
-                           ResetScene.Request(scene=scene, seed=seed), timeout,
-                           repeatable=False)  # a late copy would reset a running episode
+        # resent while unanswered: the id makes the node reset once for all copies
+        request = ResetScene.Request(scene=scene, seed=seed, request_id=uuid.uuid4().hex)
+        reply = self._call(ResetScene, f"{self.names.sim_node}/reset", request, timeout)
         return SceneReset(reply.success, reply.message, reply.instruction)
 
     def parameters(self, node: str, names: Sequence[str], timeout: float = 10.0

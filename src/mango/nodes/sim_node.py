@@ -41,6 +41,7 @@ from mango.control.robot_state import FrameTransform
 from mango.errors import InputError
 from mango.geometry import mat_to_quat
 from mango.nodes.common import Param, declare_parameters, latched_qos, rate_param, run_node
+from mango.nodes.request_ids import OncePerRequestId
 from mango.ros.images import camera_info, numpy_to_image
 from mango.ros.tf_msg import tf_message
 from mango.ros.world_state_msg import WORLD_FRAME, stamp_from_seconds, state_to_msg
@@ -107,6 +108,7 @@ class SimNode(Node):
         self.create_subscription(JointState, "joint_command", self._on_command, 10,
                                  callback_group=MutuallyExclusiveCallbackGroup())
         services = ReentrantCallbackGroup()  # they block until the physics thread is done
+        self._once = OncePerRequestId()  # a reset or expert run resent by its client runs once
         self.create_service(ResetScene, "~/reset", self._on_reset, callback_group=services)
         self.create_service(RunExpert, "~/run_expert", self._on_run_expert,
                             callback_group=services)
@@ -230,6 +232,10 @@ class SimNode(Node):
 
     def _on_reset(self, request: ResetScene.Request,
                   response: ResetScene.Response) -> ResetScene.Response:
+        return self._once.reply(request.request_id, lambda: self._reset(request, response))
+
+    def _reset(self, request: ResetScene.Request,
+               response: ResetScene.Response) -> ResetScene.Response:
         def reset() -> None:
             self.seed = int(request.seed)
             with self._capture:
@@ -259,6 +265,11 @@ class SimNode(Node):
 
     def _on_run_expert(self, request: RunExpert.Request,
                        response: RunExpert.Response) -> RunExpert.Response:
+        return self._once.reply(request.request_id,
+                                lambda: self._run_expert(request, response))
+
+    def _run_expert(self, request: RunExpert.Request,
+                    response: RunExpert.Response) -> RunExpert.Response:
         try:
             fault = parse_fault(request.fault) if request.fault.strip() else None
             expert = ExpertPolicy(self.env.scene, fault)
