@@ -79,7 +79,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
 
 def _start(robot: Robot, instruction: str, max_steps: int, steps_per_chunk: int) -> ActionTask:
     task = robot.start_policy(instruction, max_steps=max_steps, steps_per_chunk=steps_per_chunk)
-    wait_for(lambda: task.accepted or task.done(), 10, "acceptance")
+    wait_for(lambda: task.accepted or task.done(), 30, "acceptance")
     assert task.accepted, task.result().message
     return task
 
@@ -111,10 +111,14 @@ def test_cancel_stops_the_chunk_in_flight(stack: tuple) -> None:
     t_cancel = time.time()
     task.cancel()
     out = task.result(10)
+    t_done = time.time()
     assert out.result is TaskResult.CANCELLED, out.message
     assert 0 < out.response.steps_executed < 30
     time.sleep(0.5)
-    assert max(commands) - t_cancel < 0.2  # cancel reached the control node; no motion after
+    # The run ends only after the controller stopped the chunk: no command after the reply.
+    # The chunk had 1.5 s to go, so a cancel that never reached the controller would show.
+    assert max(commands) <= t_done + 0.05, (max(commands) - t_done, t_done - t_cancel)
+    assert max(commands) - t_cancel < 0.75, max(commands) - t_cancel
 
 
 def test_a_killed_controller_ends_the_run_within_seconds_and_the_node_stops_cleanly(
