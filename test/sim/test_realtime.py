@@ -77,3 +77,36 @@ def test_a_joint_command_is_checked_and_completed_from_the_measured_arm(env: Sim
     for bad in ([names[0]], [GRIPPER]):
         with pytest.raises(ValueError, match="non-finite"):
             joint_targets(env, names, bad, [float("nan")])
+
+
+def test_work_for_an_ended_physics_thread_fails_at_once_with_the_reason(env: SimEnv) -> None:
+    """A publisher that raises kills the physics thread (loudly); what is submitted then, or
+    was waiting, gets that reason at once instead of hanging until its timeout."""
+    broken = threading.Event()
+
+    def publish() -> None:
+        if broken.is_set():
+            raise OSError("the middleware is gone")
+
+    warnings: list[str] = []
+    rt = RealTimeSim(env, 0.01, 1.0, publish, warnings.append, lambda: True)
+    hook, errors = threading.excepthook, []
+    threading.excepthook = errors.append  # the thread's traceback, kept out of the output
+    try:
+        rt.start()
+        rt.submit(lambda: None, timeout=10)
+        broken.set()
+        rt._thread.join(10)
+        start = time.monotonic()
+        with pytest.raises(RuntimeError, match="died: OSError: the middleware is gone"):
+            rt.submit(lambda: None)  # no timeout given: would wait for ever before
+        assert time.monotonic() - start < 1.0
+    finally:
+        threading.excepthook = hook
+        rt.stop()
+    assert [type(e.exc_value) for e in errors] == [OSError]  # the death itself is not hidden
+    rt2 = RealTimeSim(env, 0.01, 0.0, lambda: None, warnings.append, lambda: True)
+    rt2.start()
+    rt2.stop()
+    with pytest.raises(RuntimeError, match="has stopped"):
+        rt2.submit(lambda: None)

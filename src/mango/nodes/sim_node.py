@@ -251,7 +251,7 @@ class SimNode(Node):
 
         try:
             self.physics.submit(reset, timeout=120)
-        except (InputError, OSError, ValueError) as exc:
+        except (InputError, OSError, ValueError, RuntimeError, TimeoutError) as exc:
             response.success, response.message = False, str(exc)
             return response
         # the parameters say what runs now, for a client that attaches later
@@ -276,7 +276,11 @@ class SimNode(Node):
         except (InputError, ValueError) as exc:
             response.success, response.message = False, str(exc)
             return response
-        labels = self.physics.submit(lambda: self.physics.run_expert(expert, self.seed))
+        try:
+            labels = self.physics.submit(lambda: self.physics.run_expert(expert, self.seed))
+        except RuntimeError as exc:  # the physics thread ended: say so, do not hang
+            response.success, response.message = False, str(exc)
+            return response
         response.success = expert.error is None
         response.message = (f"expert finished at t={self.env.time:.2f} s" if expert.error is None
                             else f"expert stopped: {expert.error}")
@@ -292,7 +296,7 @@ class SimNode(Node):
         try:
             self.physics.submit(lambda: self.env.place_entity(
                 request.entity_id, (p.x, p.y, p.z), (o.w, o.x, o.y, o.z)), timeout=10)
-        except (InputError, TimeoutError) as exc:
+        except (InputError, TimeoutError, RuntimeError) as exc:
             response.success, response.message = False, str(exc)
             return response
         response.success = True

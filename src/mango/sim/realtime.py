@@ -86,6 +86,7 @@ class RealTimeSim:
         self.publish, self.warn, self._running = publish, warn, running
         self._jobs: list[_Job] = []
         self._lock = threading.Lock()
+        self._ended: str | None = None  # why the physics thread takes no more work
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="physics", daemon=True)
 
@@ -100,9 +101,13 @@ class RealTimeSim:
         self._thread.join(timeout=timeout)
 
     def submit(self, fn: Callable[[], Any], timeout: float | None = None) -> Any:
-        """Run `fn` in the physics thread and return its result (or raise its error)."""
+        """Run `fn` in the physics thread and return its result (or raise its error).
+        RuntimeError at once when that thread has ended (stopped, or died of an error it
+        names), instead of waiting for work that will never run."""
         job = _Job(fn)
         with self._lock:
+            if self._ended is not None:
+                raise RuntimeError(self._ended)
             self._jobs.append(job)
         if not job.done.wait(timeout):
             raise TimeoutError("the physics thread did not finish the request")
@@ -111,11 +116,19 @@ class RealTimeSim:
         return job.result
 
     def _loop(self) -> None:
+        why = "the physics thread has stopped"
         try:
             self._steps()
-        except Exception:
+        except Exception as exc:
+            why = f"the physics thread died: {type(exc).__name__}: {exc}"
             if self.running():
                 raise
+        finally:
+            with self._lock:  # work submitted meanwhile gets the reason, not a hang
+                self._ended, jobs, self._jobs = why, self._jobs, []
+            for job in jobs:
+                job.error = RuntimeError(why)
+                job.done.set()
 
     def _steps(self) -> None:
         pacer = Pacer(self.rtf, self.env.time)
