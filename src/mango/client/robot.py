@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -22,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from action_msgs.srv import CancelGoal
 from rcl_interfaces.srv import GetParameters
 from rclpy.node import Node
 from rclpy.parameter import parameter_value_to_python
@@ -97,7 +95,6 @@ class Robot:
         self._actions: dict[str, ActionClient] = {}
         self._services: dict[str, Any] = {}
         self._tasks: list[ActionTask] = []
-        self._pinged: set[str] = set()  # actions whose server has answered this client
         self._answered: set[str] = set()  # services that have answered this client
         self._lock = threading.Lock()
         self.verdicts = VerdictFollower(node, self.namespace, on_step=on_step)
@@ -172,38 +169,17 @@ class Robot:
                 raise ValueError(f"unknown tool {tool!r}")
 
     def _ping(self, relative: str, timeout: float) -> None:
-        """One answered request to the action's cancel service (for a goal id no one uses):
-        DDS may still drop a new server's first answers to this client after it reports the
-        server ready, and a lost answer to a goal request would leave that goal unknown here.
-        Once one answer arrived, the server has found this client."""
-        if relative in self._pinged:
-            return
-        request = CancelGoal.Request()
-        request.goal_info.goal_id.uuid = list(uuid.uuid4().bytes)  # non-zero: not "cancel all"
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            client = self._services.get(f"{relative}/_action/cancel_goal")
-            if client is None:
-                client = self.node.create_client(CancelGoal,
-                                                 self.name(f"{relative}/_action/cancel_goal"))
-                self._services[f"{relative}/_action/cancel_goal"] = client
-        while time.monotonic() < deadline:
-            if client.service_is_ready():
-                future = client.call_async(request)
-                left = max(0.05, deadline - time.monotonic())
-                if self.wait_quietly(future.done, min(1.0, left)):
-                    self._pinged.add(relative)
-                    return
-            else:
-                self.check()
-                time.sleep(POLL)
-        raise TimeoutError(f"timed out after {timeout:g} s waiting for the {relative} action "
-                           "server to answer")
+        """The action server has answered this client once (`ActionClient.make_contact`):
+        the answer to a goal request is then not lost to discovery."""
+        client = self._actions[relative]
+        if not client.make_contact(timeout, self.wait_quietly):
+            raise TimeoutError(f"timed out after {timeout:g} s waiting for the {relative} "
+                               "action server to answer")
 
     def _start(self, action: type, relative: str, goal: Any, what: str,
                feedback: Callable[[Any], None] | None) -> ActionTask:
         client = self._action(action, relative)
-        if client.server_is_ready() and relative not in self._pinged:
+        if client.server_is_ready():
             with contextlib.suppress(TimeoutError):  # no answer: the task says so itself
                 self._ping(relative, self.server_timeout)
         task = ActionTask(self, client, action, goal, what, feedback)

@@ -16,11 +16,14 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+import uuid
 from collections.abc import Callable
 from typing import Any
 
+from action_msgs.srv import CancelGoal
 from rclpy.action import ActionClient as _ActionClient
 from rclpy.action import ActionServer
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
@@ -37,12 +40,72 @@ def action_service_qos() -> dict[str, QoSProfile]:
 
 
 class ActionClient(_ActionClient):
-    """`rclpy.action.ActionClient` with its lock created before the executor can see it, and
-    deep service queues."""
+    """`rclpy.action.ActionClient` with its lock created before the executor can see it, deep
+    service queues, and a first contact made before the first goal (`make_contact`)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, node: Node, action_type: type, action_name: str, **kwargs: Any) -> None:
         self._lock = threading.Lock()
-        super().__init__(*args, **{**action_service_qos(), **kwargs})
+        super().__init__(node, action_type, action_name, **{**action_service_qos(), **kwargs})
+        self._contact_lock = threading.Lock()
+        self._contacted = False
+        self._contact_client: Any = None
+
+    def wait_for_server(self, timeout_sec: float | None = None) -> bool:
+        """Ready, and (the first time) answered once: see `make_contact`."""
+        deadline = None if timeout_sec is None else time.monotonic() + timeout_sec
+        if not super().wait_for_server(timeout_sec=timeout_sec):
+            return False
+        return self.make_contact(None if deadline is None
+                                 else max(0.1, deadline - time.monotonic()))
+
+    def make_contact(self, timeout: float | None,
+                     wait: Callable[[Callable[[], bool], float], bool] | None = None) -> bool:
+        """Whether the server has answered this client once, asking its cancel service about a
+        goal id no one uses until it does (or `timeout` s pass). DDS can drop a new server's
+        first answers to a client it is still discovering after the client sees it ready
+        (`mango.client.session.request_reply`); lost, the answer to a goal request would
+        leave a goal running that this client never hears of. `wait(pred, seconds)` waits in
+        the caller's way (default: polling)."""
+        if self._contacted:
+            return True
+        wait = wait or _poll
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._contact_lock:
+            if self._contact_client is None:
+                self._contact_client = self._node.create_client(
+                    CancelGoal, f"{self._action_name}/_action/cancel_goal",
+                    callback_group=ReentrantCallbackGroup())  # answered while a goal runs
+            client = self._contact_client
+        request = CancelGoal.Request()
+        request.goal_info.goal_id.uuid = list(uuid.uuid4().bytes)  # non-zero: not "cancel all"
+        while not self._contacted:
+            left = None if deadline is None else deadline - time.monotonic()
+            if (left is not None and left <= 0) or not self._node.context.ok():
+                return False
+            step = 1.0 if left is None else max(0.05, min(1.0, left))
+            if not client.service_is_ready():
+                wait(client.service_is_ready, step)
+                continue
+            future = client.call_async(request)
+            if wait(future.done, step):
+                self._contacted = True
+            else:
+                client.remove_pending_request(future)
+        return True
+
+    def destroy(self) -> None:
+        if self._contact_client is not None:
+            self._node.destroy_client(self._contact_client)
+        super().destroy()
+
+
+def _poll(pred: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def action_server(node: Node, action: type, name: str, execute_callback: Callable[[Any], Any],
