@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-KEEP = 64  # replies remembered: a resend comes within seconds, long after 64 other requests
+KEEP = 64  # replies remembered: a resend comes within seconds, long before 64 other requests
 
 
 class OncePerRequestId:
