@@ -47,7 +47,10 @@ class Processes:
         parts = []
         for procs in cls.live:
             for name, proc in procs.procs:
-                text = (procs.logdir / f"{name}.log").read_text(errors="replace")
+                try:
+                    text = (procs.logdir / f"{name}.log").read_text(errors="replace")
+                except OSError as exc:
+                    text = f"(no log: {exc})"
                 state = "running" if proc.poll() is None else f"exit {proc.returncode}"
                 parts.append(f"--- {name} ({state}), last {cls.LOG_TAIL} characters ---\n"
                              f"{text[-cls.LOG_TAIL:]}")
