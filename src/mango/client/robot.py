@@ -31,6 +31,7 @@ from mango.client.tasks import POLL, ActionTask, Outcome, TaskResult
 from mango.control.motion import MotionCommand
 from mango.control.trajectory import JointTrajectory, chunk_to_trajectory
 from mango.nodes.actions import ActionClient
+from mango.nodes.common import holds_within
 from mango.ros.motion_msg import command_to_msg
 from mango.ros.trajectory_msg import chunk_goal
 from mango_ros.action import ExecuteChunk, ExecuteMotion, RunPolicy
@@ -120,11 +121,7 @@ class Robot:
 
     def wait_quietly(self, pred: Callable[[], Any], timeout: float) -> bool:
         """Like `_wait`, but says whether it held instead of raising."""
-        try:
-            self._wait(pred, timeout, "")
-        except TimeoutError:
-            return False
-        return True
+        return holds_within(pred, timeout, self.check, POLL)
 
     def _action(self, action: type, relative: str) -> ActionClient:
         with self._lock:

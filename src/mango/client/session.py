@@ -19,7 +19,7 @@ from rclpy.executors import (
 from rclpy.node import Node
 
 from mango.bringup import Bringup, NodeDied
-from mango.nodes.common import latched_qos
+from mango.nodes.common import latched_qos, wait_until
 from mango.stack import Stack
 from mango_ros.msg import StepVerdict, TaskVerdict
 
@@ -87,21 +87,6 @@ def spun_node(name: str, namespace: str = "", threads: int = 2) -> Iterator[Node
         thread.join(timeout=10.0)
         node.destroy_node()
         rclpy.try_shutdown(context=context)
-
-
-def wait_until(pred: Callable[[], Any], timeout: float, what: str,
-               check: Callable[[], None] = lambda: None, poll: float = 0.02) -> Any:
-    """`pred()`'s first truthy value; `check` runs between tries (it may raise: a node died),
-    `TimeoutError` names `what` after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        check()
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(poll)
 
 
 RESEND_AFTER = 2.0  # s without a reply before a client that was never answered asks again

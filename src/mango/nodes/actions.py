@@ -27,6 +27,8 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from mango.nodes.common import holds_within
+
 RESULT_KEEP_S = 60  # how long a server keeps a finished goal's result
 
 
@@ -68,7 +70,7 @@ class ActionClient(_ActionClient):
         the caller's way (default: polling)."""
         if self._contacted:
             return True
-        wait = wait or _poll
+        wait = wait or holds_within
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._contact_lock:
             if self._contact_client is None:
@@ -97,15 +99,6 @@ class ActionClient(_ActionClient):
         if self._contact_client is not None:
             self._node.destroy_client(self._contact_client)
         super().destroy()
-
-
-def _poll(pred: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 def action_server(node: Node, action: type, name: str, execute_callback: Callable[[Any], Any],

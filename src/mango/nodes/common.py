@@ -8,6 +8,7 @@ import math
 import os
 import signal
 import sys
+import time
 import traceback
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -113,6 +114,31 @@ def _typed(name: str, value: Any, default: Any) -> Any:
 
 # What a node's start-up raises on bad parameters, names or files.
 STARTUP_ERRORS = (InputError, ValueError, ParameterException, NameValidationException)
+
+
+def wait_until(pred: Callable[[], Any], timeout: float, what: str,
+               check: Callable[[], None] = lambda: None, poll: float = 0.02) -> Any:
+    """`pred()`'s first truthy value; `check` runs between tries (it may raise: a node died),
+    `TimeoutError` names `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        check()
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(poll)
+
+
+def holds_within(pred: Callable[[], Any], timeout: float,
+                 check: Callable[[], None] = lambda: None, poll: float = 0.02) -> bool:
+    """Whether `pred()` came true within `timeout` s (`wait_until` without the error)."""
+    try:
+        wait_until(pred, timeout, "", check, poll)
+    except TimeoutError:
+        return False
+    return True
 
 
 def one_line(exc: BaseException) -> str:

@@ -25,6 +25,12 @@ class OncePerRequestId:
         self._lock = threading.Lock()
         self._replies: OrderedDict[str, tuple[threading.Event, list[Any]]] = OrderedDict()
 
+    def wrap(self, handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        """A service callback that runs `handler(request, response)` once per
+        `request.request_id`."""
+        return lambda request, response: self.reply(request.request_id,
+                                                     lambda: handler(request, response))
+
     def reply(self, request_id: str, make: Callable[[], Any]) -> Any:
         """The reply to the request `request_id` ("" : no id, so `make()` runs every time)."""
         if not request_id:

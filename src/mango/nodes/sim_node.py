@@ -108,9 +108,10 @@ class SimNode(Node):
         self.create_subscription(JointState, "joint_command", self._on_command, 10,
                                  callback_group=MutuallyExclusiveCallbackGroup())
         services = ReentrantCallbackGroup()  # they block until the physics thread is done
-        self._once = OncePerRequestId()  # a reset or expert run resent by its client runs once
-        self.create_service(ResetScene, "~/reset", self._on_reset, callback_group=services)
-        self.create_service(RunExpert, "~/run_expert", self._on_run_expert,
+        once = OncePerRequestId()  # a reset or expert run resent by its client runs once
+        self.create_service(ResetScene, "~/reset", once.wrap(self._reset),
+                            callback_group=services)
+        self.create_service(RunExpert, "~/run_expert", once.wrap(self._run_expert),
                             callback_group=services)
         self.create_service(SetEntityPose, "~/set_entity_pose", self._on_set_entity_pose,
                             callback_group=services)
@@ -230,10 +231,6 @@ class SimNode(Node):
             return
         self.env.set_joint_targets(q, width)
 
-    def _on_reset(self, request: ResetScene.Request,
-                  response: ResetScene.Response) -> ResetScene.Response:
-        return self._once.reply(request.request_id, lambda: self._reset(request, response))
-
     def _reset(self, request: ResetScene.Request,
                response: ResetScene.Response) -> ResetScene.Response:
         def reset() -> None:
@@ -262,11 +259,6 @@ class SimNode(Node):
         response.instruction = self.env.scene.instruction
         self.get_logger().info(response.message)
         return response
-
-    def _on_run_expert(self, request: RunExpert.Request,
-                       response: RunExpert.Response) -> RunExpert.Response:
-        return self._once.reply(request.request_id,
-                                lambda: self._run_expert(request, response))
 
     def _run_expert(self, request: RunExpert.Request,
                     response: RunExpert.Response) -> RunExpert.Response:
