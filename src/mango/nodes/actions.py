@@ -25,18 +25,16 @@ from rclpy.action import ActionClient as _ActionClient
 from rclpy.action import ActionServer
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile
 
-from mango.nodes.common import holds_within
+from mango.nodes.common import holds_within, service_qos
 
 RESULT_KEEP_S = 60  # how long a server keeps a finished goal's result
 
 
 def action_service_qos() -> dict[str, QoSProfile]:
     """QoS for an action's goal, result and cancel services (server and client alike)."""
-    deep = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
-                      reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.VOLATILE)
+    deep = service_qos()
     return {"goal_service_qos_profile": deep, "result_service_qos_profile": deep,
             "cancel_service_qos_profile": deep}
 

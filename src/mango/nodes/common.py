@@ -40,6 +40,15 @@ def latched_qos(depth: int = 100) -> QoSProfile:
     )
 
 
+def service_qos() -> QoSProfile:
+    """A service's request queue (actions' goal, result and cancel services too): rclpy keeps
+    the last 10 requests, so a burst of requests (a client resending, a campaign, a storm)
+    overflows it, and the requests dropped are never answered."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
 @dataclass(frozen=True)
 class Param:
     """A node parameter: its default (which sets its type) and what its value must satisfy."""

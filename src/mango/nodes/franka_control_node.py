@@ -47,7 +47,14 @@ from mango.control import (
 )
 from mango.control.backends import ControlBackend, FrankaRos2Backend, FrankaSettings, SimBackend
 from mango.nodes.actions import action_server
-from mango.nodes.common import Param, declare_parameters, positive, rate_param, run_node
+from mango.nodes.common import (
+    Param,
+    declare_parameters,
+    positive,
+    rate_param,
+    run_node,
+    service_qos,
+)
 from mango.nodes.franka_actions import FrankaActions
 from mango.policy.kinematics import make_kinematics
 from mango.ros.motion_msg import command_from_msg
@@ -115,7 +122,8 @@ class FrankaControlNode(Node):
             action_server(self, kind, name, execute_callback=cb,
                          goal_callback=lambda _g: GoalResponse.ACCEPT,
                          cancel_callback=self._on_cancel, callback_group=group)
-        self.create_service(Halt, "halt", self._on_halt, callback_group=group)
+        self.create_service(Halt, "halt", self._on_halt, callback_group=group,
+                            qos_profile=service_qos())
         self.get_logger().info(
             f"backend {backend}, robot {self.robot.name}, control rate {rate:g} Hz")
 

@@ -23,7 +23,14 @@ from visualization_msgs.msg import MarkerArray
 from mango.bags.world_state_cdr import WorldStateDecoder
 from mango.errors import InputError, ProblemLog
 from mango.json_files import parse_json
-from mango.nodes.common import at_least, declare_parameters, latched_qos, rate_param, run_node
+from mango.nodes.common import (
+    at_least,
+    declare_parameters,
+    latched_qos,
+    rate_param,
+    run_node,
+    service_qos,
+)
 from mango.oracle import (
     EvaluationError,
     FunctionLibrary,
@@ -71,9 +78,10 @@ class OracleNode(Node):
         self.create_subscription(
             WorldStateMsg, topic, self._on_state,
             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE), raw=True)
-        self.create_service(LoadOracle, "~/load_oracle", self._on_load)
-        self.create_service(Trigger, "~/reset", self._on_reset)
-        self.create_service(Trigger, "~/finish", self._on_finish)
+        deep = service_qos()
+        self.create_service(LoadOracle, "~/load_oracle", self._on_load, qos_profile=deep)
+        self.create_service(Trigger, "~/reset", self._on_reset, qos_profile=deep)
+        self.create_service(Trigger, "~/finish", self._on_finish, qos_profile=deep)
         rate = p["marker_rate"]
         if rate > 0:
             self.create_timer(1.0 / rate, self._publish_markers)

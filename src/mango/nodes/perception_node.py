@@ -24,7 +24,14 @@ from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
 from mango.nodes.camera_inputs import CameraInputs
-from mango.nodes.common import declare_parameters, latched_qos, one_line, rate_param, run_node
+from mango.nodes.common import (
+    declare_parameters,
+    latched_qos,
+    one_line,
+    rate_param,
+    run_node,
+    service_qos,
+)
 from mango.perception.base import (
     DetectResult,
     PerceptionBackend,
@@ -88,7 +95,7 @@ class PerceptionNode(Node):
         self.det_pub = self.create_publisher(Detections, "detections", 10)
         self.marker_pub = self.create_publisher(MarkerArray, "detection_markers", 10)
         self.create_service(Detect, "~/detect", self._on_detect,
-                            callback_group=ReentrantCallbackGroup())
+                            callback_group=ReentrantCallbackGroup(), qos_profile=service_qos())
         if float(p["publish_rate"]) > 0 and self.phrases:
             self.create_timer(1.0 / float(p["publish_rate"]), self._on_timer,
                               callback_group=MutuallyExclusiveCallbackGroup())

@@ -40,7 +40,14 @@ from tf2_msgs.msg import TFMessage
 from mango.control.robot_state import FrameTransform
 from mango.errors import InputError
 from mango.geometry import mat_to_quat
-from mango.nodes.common import Param, declare_parameters, latched_qos, rate_param, run_node
+from mango.nodes.common import (
+    Param,
+    declare_parameters,
+    latched_qos,
+    rate_param,
+    run_node,
+    service_qos,
+)
 from mango.nodes.request_ids import OncePerRequestId
 from mango.ros.images import camera_info, numpy_to_image
 from mango.ros.tf_msg import tf_message
@@ -110,11 +117,11 @@ class SimNode(Node):
         services = ReentrantCallbackGroup()  # they block until the physics thread is done
         once = OncePerRequestId()  # a reset or expert run resent by its client runs once
         self.create_service(ResetScene, "~/reset", once.wrap(self._reset),
-                            callback_group=services)
+                            callback_group=services, qos_profile=service_qos())
         self.create_service(RunExpert, "~/run_expert", once.wrap(self._run_expert),
-                            callback_group=services)
+                            callback_group=services, qos_profile=service_qos())
         self.create_service(SetEntityPose, "~/set_entity_pose", self._on_set_entity_pose,
-                            callback_group=services)
+                            callback_group=services, qos_profile=service_qos())
 
         self._stop = threading.Event()
         self.physics = RealTimeSim(
