@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import imageio.v2 as imageio
@@ -28,23 +27,23 @@ def test_files_camera_publishes_frames_and_info(
         img = np.zeros((480, 640, 3), np.uint8)
         img[..., k] = 200  # red, green, blue
         imageio.imwrite(folder / f"{k}.png", img)
-    images: list[tuple[float, Image]] = []
+    msgs: list[Image] = []
     infos: list[CameraInfo] = []
-    ros_node.create_subscription(Image, f"{namespace}/camera/image_raw",
-                                 lambda m: images.append((time.monotonic(), m)), 10)
+    ros_node.create_subscription(Image, f"{namespace}/camera/image_raw", msgs.append, 10)
     ros_node.create_subscription(CameraInfo, f"{namespace}/camera/camera_info", infos.append, 10)
     processes.start("camera", "mango.nodes.camera_node", "-r", f"__ns:={namespace}/camera",
                     "-p", "backend:=files", "-p", f"source:={folder}", "-p", "rate:=20.0",
                     "-p", f"calibration_file:={CALIBRATION}", "-p", "frame_id:=front_camera")
-    wait_for(lambda: len(images) >= 30, timeout=30, what="30 frames")
-    msgs = [m for _, m in images]
+    wait_for(lambda: len(msgs) >= 30, timeout=30, what="30 frames")
     assert all((m.width, m.height, m.encoding) == (640, 480, "rgb8") for m in msgs)
     colours = [int(np.argmax(image_to_numpy(m)[0, 0])) for m in msgs]
     start = colours.index(0)
     assert colours[start:start + 6] == [0, 1, 2, 0, 1, 2]  # looping in name order
-    stamps = [t for t, _ in images[5:30]]
+    # The rate by the frames' own stamps: arrival times here also measure this process's
+    # scheduling (a loaded CI machine delivered a backlog in a burst: 27 "Hz").
+    stamps = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in msgs[5:30]]
     rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
-    assert 14.0 < rate < 26.0, rate
+    assert 15.0 < rate < 25.0, rate
     info = infos[-1]
     assert info.header.frame_id == "front_camera" and (info.width, info.height) == (640, 480)
     assert list(info.k) == [615.0, 0.0, 320.0, 0.0, 615.0, 240.0, 0.0, 0.0, 1.0]
