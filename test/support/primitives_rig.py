@@ -57,8 +57,8 @@ class Rig:
     # joint_command: (receipt time, stamp on the sim's clock, which restarts on a reset)
     commands: list[tuple[float, float]] = field(default_factory=list)
     target: np.ndarray | None = None  # the arm joints of the newest joint command
-    # execute_chunk's goal statuses as received: (receipt time, statuses of its goals)
-    chunk_status: list[tuple[float, set[int]]] = field(default_factory=list)
+    # execute_chunk's goal statuses as received: (receipt time, {goal id: status})
+    chunk_status: list[tuple[float, dict[bytes, int]]] = field(default_factory=list)
 
     def commanded_since(self, since: float, t_sim: float) -> list[float]:
         """Stamps of the commands received after `since` (monotonic) stamped after `t_sim`."""
@@ -218,7 +218,9 @@ def primitives_stack(scene: str, real_time_factor: float = 1.0,
             # states (a quiet run took the last command 1.8 s after the cancel that way)
             node.create_subscription(GoalStatusArray, f"{ns}/execute_chunk/_action/status",
                                      lambda m: rig.chunk_status.append(
-                                         (time.monotonic(), {s.status for s in m.status_list})), 10,
+                                         (time.monotonic(), {bytes(s.goal_info.goal_id.uuid):
+                                                             s.status for s in m.status_list})),
+                                     10,
                                      callback_group=MutuallyExclusiveCallbackGroup())
             # keep-last 1: the times taken are when each command arrived, not when a backlog of
             # 100 Hz commands is worked through (CI once took the last one 1.75 s after the
