@@ -133,6 +133,40 @@ def test_a_second_object_goes_beside_what_is_in_the_container() -> None:
     assert full.xy == pytest.approx(container_target(basket).xy)
 
 
+def test_a_divider_standing_up_inside_a_container_is_released_beside() -> None:
+    """LIBERO's desk caddy (26 x 28 cm, two compartments either side of a divider along y),
+    seen from above in depth: the book (5 x 14 cm, long along y) goes into a compartment,
+    clear of the divider by its half width and the margin, inside the walls; released over
+    the middle it rests on the divider or falls into either side (bench_primitives, before:
+    4/10 seeds in the caddy by physics). An open basket's floor has nothing standing up:
+    over its middle, as without depth."""
+    walls = [(-0.13, -0.14, -0.125, 0.14, 0.98), (0.125, -0.14, 0.13, 0.14, 0.98),
+             (-0.13, -0.14, 0.13, -0.135, 0.98), (-0.13, 0.135, 0.13, 0.14, 0.98)]
+    floor = (-0.13, -0.14, 0.13, 0.14, 0.91)
+    divider = (-0.005, -0.14, 0.005, 0.14, 0.97)
+    mine = [lambda u, v, d: d < 2.0 - 0.905]  # the caddy: everything above the table
+    half = (0.025, 0.07)
+
+    def caddy(frame: RGBDFrame, mask: np.ndarray) -> Detection:
+        return Detection(phrase="the desk caddy", entity_id="desk_caddy_1", label="caddy",
+                         score=1.0, box_2d=(0, 0, 200, 200), mask=mask,
+                         centroid=(0.0, 0.0, 0.94), size=(0.26, 0.28, 0.08), yaw=0.0,
+                         camera=frame.camera, stamp=0.0)
+
+    frame, (mask,) = _down_frame([floor, *walls, divider], mine)
+    det = caddy(frame, mask)
+    t = container_target(det, held_half=half, frame=frame)
+    assert abs(t.xy[0]) >= 0.005 + half[0]  # clear of the divider (sampled every 5 mm)
+    assert abs(t.xy[0]) <= 0.13 - half[0] and abs(t.xy[1]) <= 0.14 - half[1]
+    assert t.support_z == pytest.approx(0.9 + 0.012) and t.entity_id == "desk_caddy_1"
+    assert container_target(det, held_half=half).xy == pytest.approx([0.0, 0.0])  # no depth
+    other = dataclasses.replace(frame, camera="wrist")  # its mask is not this frame's
+    assert container_target(det, held_half=half, frame=other).xy == pytest.approx([0.0, 0.0])
+    frame, (mask,) = _down_frame([floor, *walls], mine)
+    open_box = container_target(caddy(frame, mask), held_half=half, frame=frame)
+    assert open_box.xy == pytest.approx([0.0, 0.0])
+
+
 AREA = TableArea(centre=(0.0, 0.0), size=(1.0, 1.2), height=0.9, base=(-0.56, 0.0))
 
 

@@ -380,7 +380,7 @@ class PrimitiveExecutor:
                                                 if (d.entity_id or d.phrase) != key])
                 half = (held.detection.size[0] / 2, held.detection.size[1] / 2)
                 return container_target(anchor, occupants=occupants, held_half=half,
-                                        base=self.area.base), anchor
+                                        base=self.area.base, frame=self.last_frame), anchor
             if fx.shape == "drawer_cabinet" and fx.drawer_q is None:
                 fx = dataclasses.replace(fx, drawer_q=drawer_q_from_box(fx, anchor))
             radius = max(held.detection.size[0], held.detection.size[1]) / 2

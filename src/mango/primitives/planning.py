@@ -265,25 +265,60 @@ class PlaceTarget:
 def container_target(det: Detection, floor: float = 0.012,
                      occupants: Sequence[Detection] = (),
                      held_half: tuple[float, float] = (0.0, 0.0),
-                     base: Sequence[float] = (0.0, 0.0)) -> PlaceTarget:
+                     base: Sequence[float] = (0.0, 0.0),
+                     frame: RGBDFrame | None = None) -> PlaceTarget:
     """In a container: over its centre, the support its floor (just above the box bottom).
-    With `occupants` (what is in it already) the free spot inside nearest the centre for
-    the held object's footprint, `held_half` its half extents along x and y
-    (`OccupancyGrid` over the container's box, 5 mm margins), the floor no higher than their
-    bottoms: a second can released over the centre lands on the first and tips out, and
-    what is in it hides the floor and pulls the box toward the side still seen. Without a
-    free spot, over the centre as before: a flat box on a flat box stays in the basket."""
+    With `occupants` (what is in it already) or, seen in `frame`'s depth, parts of the
+    container standing up inside it (a caddy's divider), the free spot inside nearest the
+    centre for the held object's footprint, `held_half` its half extents along x and y
+    (`OccupancyGrid` over the container's box, 5 mm margins), the floor no higher than the
+    occupants' bottoms: a second can released over the centre lands on the first and tips
+    out, a book released over a divider rests on it or falls into either side, and what is
+    in it hides the floor and pulls the box toward the side still seen. Without a free
+    spot, over the centre as before: a flat box on a flat box stays in the basket."""
     cx, cy, cz = det.centroid
     bottom = cz - det.size[2] / 2
     spot = None
-    if occupants:
-        bottom = min(bottom, *(o.centroid[2] - o.size[2] / 2 for o in occupants))
+    blocked = [_box_of(o) for o in occupants] + raised_inside(det, frame)
+    if blocked:
+        if occupants:
+            bottom = min(bottom, *(o.centroid[2] - o.size[2] / 2 for o in occupants))
         inside = TableArea((cx, cy), (det.size[0], det.size[1]), bottom, (base[0], base[1]),
                            reach=(0.0, np.inf))
-        spot = OccupancyGrid(inside, [_box_of(o) for o in occupants], held_half,
-                             margin=0.005).nearest((cx, cy))
+        spot = OccupancyGrid(inside, blocked, held_half, margin=0.005).nearest((cx, cy))
     return PlaceTarget(np.array([cx, cy]) if spot is None else spot, bottom + floor,
                        det.entity_id)
+
+
+RAISED = 0.02  # m above a container's floor: a part of it standing up inside (a divider)
+RIM = 0.015  # m inside the box's edges: its walls, which the footprint's margins keep off
+
+
+def raised_inside(det: Detection, frame: RGBDFrame | None,
+                  cell: float = 0.01) -> list[tuple[float, float, float, float]]:
+    """Footprints (the points' extent per `cell` column) of the container's own points
+    standing more than `RAISED` above its floor (the 5th percentile of its inner points'
+    heights) away from its walls: what a release over them would land on. None without a
+    mask and depth on this frame, or with too few points inside to tell the floor."""
+    if (frame is None or det.mask is None or frame.depth is None or frame.intrinsics is None
+            or frame.pose is None or det.camera != frame.camera):
+        return []
+    pts = to_world(back_project(frame.depth, frame.intrinsics, det.mask), frame.pose)
+    x0, y0, x1, y1 = _box_of(det)
+    inner = pts[(pts[:, 0] > x0 + RIM) & (pts[:, 0] < x1 - RIM)
+                & (pts[:, 1] > y0 + RIM) & (pts[:, 1] < y1 - RIM)]
+    if len(inner) < 50:
+        return []
+    high = inner[inner[:, 2] > np.percentile(inner[:, 2], 5) + RAISED][:, :2]
+    if not len(high):
+        return []
+    cols = np.floor(high / cell).astype(np.int64)
+    order = np.lexsort((cols[:, 1], cols[:, 0]))
+    high, cols = high[order], cols[order]
+    starts = np.flatnonzero(np.r_[True, np.any(cols[1:] != cols[:-1], axis=1)])
+    lo, hi = np.minimum.reduceat(high, starts), np.maximum.reduceat(high, starts)
+    return [(float(a[0]), float(a[1]), float(b[0]), float(b[1]))
+            for a, b in zip(lo, hi, strict=True)]
 
 
 def inside_box(container: Detection, dets: Sequence[Detection]) -> list[Detection]:

@@ -171,10 +171,13 @@ class SimPrimitives:
 def relation_holds(scene: SceneSpec, state: WorldState, kind: str, held: str,
                    dest: str) -> bool:
     """'in/on <dest>' on the sim's world state, by the oracle's own predicates: in or on a
-    container's or a fixture's working region when it has one (the basket's inside, the
-    stove's cooking area), as the scene's goals name them."""
-    region = next((r.id for r in scene.regions if r.parent == dest), dest)
-    return (p_in if kind == "in" else p_on)(StateView(state, Thresholds()), held, region)
+    container's or a fixture's working regions when it has them (the basket's inside, the
+    stove's cooking area), as the scene's goals name them; any one of them ("in the desk
+    caddy": its front or its back compartment)."""
+    regions = [r.id for r in scene.regions if r.parent == dest] or [dest]
+    relation = p_in if kind == "in" else p_on
+    view = StateView(state, Thresholds())
+    return any(relation(view, held, r) for r in regions)
 
 
 def released_on_table(scene: SceneSpec, state: WorldState, held: str,
