@@ -131,6 +131,16 @@ def test_a_second_object_goes_beside_what_is_in_the_container() -> None:
     full = container_target(basket, occupants=[_det((0.05, -0.2, 0.95), (0.19, 0.23, 0.03))],
                             held_half=half)
     assert full.xy == pytest.approx(container_target(basket).xy)
+    # an oblong box (12 x 5 cm, long along x) that fits beside the soup only turned a
+    # quarter: turned, beside it along x; held from the side (no turn), over the middle
+    narrow = _det((0.05, -0.2, 0.95), (0.2, 0.16, 0.06), eid="basket_1")
+    turned = container_target(narrow, occupants=[soup], held_half=(0.06, 0.025))
+    assert turned.turn == pytest.approx(math.pi / 2) and turned.entity_id == "basket_1"
+    assert 0.035 + 0.025 + 0.005 - 1e-9 <= abs(turned.xy[0] - 0.05) <= 0.1 - 0.025
+    assert abs(turned.xy[1] + 0.2) <= 0.08 - 0.06
+    kept = container_target(narrow, occupants=[soup], held_half=(0.06, 0.025), turnable=False)
+    assert kept.turn == 0.0 and kept.xy == pytest.approx([0.05, -0.2])
+    assert box.turn == 0.0  # it fits as it is held
 
 
 def test_a_divider_standing_up_inside_a_container_is_released_beside() -> None:

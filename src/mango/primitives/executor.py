@@ -380,7 +380,8 @@ class PrimitiveExecutor:
                                                 if (d.entity_id or d.phrase) != key])
                 half = (held.detection.size[0] / 2, held.detection.size[1] / 2)
                 return container_target(anchor, occupants=occupants, held_half=half,
-                                        base=self.area.base, frame=self.last_frame), anchor
+                                        base=self.area.base, frame=self.last_frame,
+                                        turnable=held.approach != "side"), anchor
             if fx.shape == "drawer_cabinet" and fx.drawer_q is None:
                 fx = dataclasses.replace(fx, drawer_q=drawer_q_from_box(fx, anchor))
             radius = max(held.detection.size[0], held.detection.size[1]) / 2
@@ -440,8 +441,17 @@ class PrimitiveExecutor:
             elif held.approach == "side":
                 approach, let_go, retreat = self.moves.side_held_place(arm, release, m0.width)
             else:
-                (approach, let_go, retreat), turn = self.moves.top_place(
-                    arm, release, m0.width, req.turn, held.offset)
+                # a quarter turn to fit is as good either way round (the footprint is a box)
+                turns = [req.turn + target.turn] + ([req.turn - target.turn]
+                                                    if target.turn else [])
+                for i, want in enumerate(turns):
+                    try:
+                        (approach, let_go, retreat), turn = self.moves.top_place(
+                            arm, release, m0.width, want, held.offset)
+                        break
+                    except (ExpertError, UnreachableError):
+                        if i == len(turns) - 1:
+                            raise
         except (ExpertError, UnreachableError) as exc:
             return PlaceOutcome("rejected", None, False,
                                 f"release point {np.round(release, 3).tolist()} unreachable: {exc}",
@@ -464,7 +474,9 @@ class PrimitiveExecutor:
         satisfied, why = self._judge_perceived(req, phrase, anchor, target)
         truth, dest_id = (self.ports.truth(req, held.entity_id, target, anchor)
                           if self.ports.truth is not None else (None, None))
-        msg = (f"{regrasped}released at {hand[0]}; '{req.text}' "
+        fitted = (f"turned {math.degrees(turn):.0f} deg to fit beside what is in it, "
+                  if target.turn else "")
+        msg = (f"{regrasped}{fitted}released at {hand[0]}; '{req.text}' "
                f"{'holds' if satisfied else 'does not hold'} (perceived{why})")
         self.ports.feedback("verify", 1.0)
         return PlaceOutcome("succeeded" if satisfied else "failed", hand[0], satisfied, msg,

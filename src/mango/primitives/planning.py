@@ -256,6 +256,7 @@ class PlaceTarget:
     support_z: float
     entity_id: str | None  # the container/surface/anchor as perceived
     insert: np.ndarray | None = None  # horizontal insertion along this (a roof overhead)
+    turn: float = 0.0  # rad about the vertical: the held object turned so that it fits there
 
     def release_hand(self, hand_above_bottom: float) -> np.ndarray:
         return np.array([self.xy[0], self.xy[1],
@@ -266,7 +267,7 @@ def container_target(det: Detection, floor: float = 0.012,
                      occupants: Sequence[Detection] = (),
                      held_half: tuple[float, float] = (0.0, 0.0),
                      base: Sequence[float] = (0.0, 0.0),
-                     frame: RGBDFrame | None = None) -> PlaceTarget:
+                     frame: RGBDFrame | None = None, turnable: bool = True) -> PlaceTarget:
     """In a container: over its centre, the support its floor (just above the box bottom).
     With `occupants` (what is in it already) or, seen in `frame`'s depth, parts of the
     container standing up inside it (a caddy's divider), the free spot inside nearest the
@@ -274,20 +275,26 @@ def container_target(det: Detection, floor: float = 0.012,
     (`OccupancyGrid` over the container's box, 5 mm margins), the floor no higher than the
     occupants' bottoms: a second can released over the centre lands on the first and tips
     out, a book released over a divider rests on it or falls into either side, and what is
-    in it hides the floor and pulls the box toward the side still seen. Without a free
-    spot, over the centre as before: a flat box on a flat box stays in the basket."""
+    in it hides the floor and pulls the box toward the side still seen. An oblong object
+    that fits only turned a quarter (the cream cheese beside the soup) is turned (`turn`)
+    when it can be (`turnable`: held from the top).
+    Without a free spot, over the centre as before: a flat box on a flat box stays in the
+    basket."""
     cx, cy, cz = det.centroid
     bottom = cz - det.size[2] / 2
-    spot = None
     blocked = [_box_of(o) for o in occupants] + raised_inside(det, frame)
+    if occupants:
+        bottom = min(bottom, *(o.centroid[2] - o.size[2] / 2 for o in occupants))
     if blocked:
-        if occupants:
-            bottom = min(bottom, *(o.centroid[2] - o.size[2] / 2 for o in occupants))
         inside = TableArea((cx, cy), (det.size[0], det.size[1]), bottom, (base[0], base[1]),
                            reach=(0.0, np.inf))
-        spot = OccupancyGrid(inside, blocked, held_half, margin=0.005).nearest((cx, cy))
-    return PlaceTarget(np.array([cx, cy]) if spot is None else spot, bottom + floor,
-                       det.entity_id)
+        hx, hy = held_half
+        fits = [((hx, hy), 0.0)] + ([((hy, hx), math.pi / 2)] if turnable else [])
+        for half, turn in fits:
+            spot = OccupancyGrid(inside, blocked, half, margin=0.005).nearest((cx, cy))
+            if spot is not None:
+                return PlaceTarget(spot, bottom + floor, det.entity_id, turn=turn)
+    return PlaceTarget(np.array([cx, cy]), bottom + floor, det.entity_id)
 
 
 RAISED = 0.02  # m above a container's floor: a part of it standing up inside (a divider)
