@@ -474,7 +474,7 @@ class PrimitiveExecutor:
         satisfied, why = self._judge_perceived(req, phrase, anchor, target)
         truth, dest_id = (self.ports.truth(req, held.entity_id, target, anchor)
                           if self.ports.truth is not None else (None, None))
-        fitted = (f"turned {math.degrees(turn):.0f} deg to fit beside what is in it, "
+        fitted = (f"turned {math.degrees(turn):.0f} deg to fit the free space inside, "
                   if target.turn else "")
         msg = (f"{regrasped}{fitted}released at {hand[0]}; '{req.text}' "
                f"{'holds' if satisfied else 'does not hold'} (perceived{why})")
