@@ -155,7 +155,18 @@ def test_late_joiner_receives_verdict_history(
     ros_node: Node, processes: Processes, namespace: str
 ) -> None:
     _start_oracle(processes, namespace, ORACLES / "libero10_soup_sauce_basket.json")
+    # The early listener joins once the oracle is up and has its starting statuses (CI once
+    # had a listener made before the node miss them: Fast DDS matched it mid-burst), so it
+    # sees the whole episode from there on as it happens.
+    topic = f"{namespace}/oracle/step_verdicts"
+    wait_for(lambda: ros_node.count_publishers(topic) >= 1, what="the oracle's publisher")
     early = Listener(ros_node, namespace)
+    wait_for(lambda: early.steps, what="the starting statuses")
+    seen = -1
+    while seen != len(early.steps):  # the history comes as one burst: until it stops growing
+        seen = len(early.steps)
+        time.sleep(0.3)
+    assert {m.status for m in early.steps} == {"pending"}
     _play(processes, namespace, TRACES / "soup_sauce_basket_pass.jsonl")
     wait_for(lambda: early.tasks, what="task verdict")
     # Subscribe only now: transient-local QoS delivers the whole history.
