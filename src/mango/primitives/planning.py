@@ -23,6 +23,7 @@ import numpy as np
 from mango.errors import InputError
 from mango.perception.base import Detection, RGBDFrame
 from mango.perception.geometry import back_project, to_world
+from mango.primitives.shape import object_points
 from mango.sim.parts import DRAWER_FRAC, WALL, drawer_half, drawer_local
 from mango.sim.scene import EntitySpec
 
@@ -307,10 +308,9 @@ def raised_inside(det: Detection, frame: RGBDFrame | None,
     standing more than `RAISED` above its floor (the 5th percentile of its inner points'
     heights) away from its walls: what a release over them would land on. None without a
     mask and depth on this frame, or with too few points inside to tell the floor."""
-    if (frame is None or det.mask is None or frame.depth is None or frame.intrinsics is None
-            or frame.pose is None or det.camera != frame.camera):
+    pts = object_points(det, frame)
+    if pts is None:
         return []
-    pts = to_world(back_project(frame.depth, frame.intrinsics, det.mask), frame.pose)
     x0, y0, x1, y1 = _box_of(det)
     inner = pts[(pts[:, 0] > x0 + RIM) & (pts[:, 0] < x1 - RIM)
                 & (pts[:, 1] > y0 + RIM) & (pts[:, 1] < y1 - RIM)]
