@@ -44,10 +44,10 @@ TALLY: dict[str, tuple[int, int, int, list[str]]] = {}
 
 @pytest.fixture(scope="module")
 def rig() -> Iterator[Rig]:
-    # the sim at twice real time and the controller following its clock: half the wall time
-    # (80 -> 53 s for the seven objects of soup_sauce_basket; three times is no faster on two
-    # cores)
-    with primitives_stack(SCENES[0], real_time_factor=2.0, watch_arm=False) as r:
+    # the sim at real time, as the product runs it: at twice real time (a third less wall
+    # time) a mug's grasp closed on nothing or on its wall in 2 of 3 runs of the pudding
+    # scene on two cores, never at real time (nor in-process)
+    with primitives_stack(SCENES[0], real_time_factor=1.0, watch_arm=False) as r:
         yield r
 
 

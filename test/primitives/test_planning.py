@@ -9,9 +9,10 @@ import math
 
 import numpy as np
 import pytest
+from support.depth_scenes import down_frame
 
 from mango.errors import InputError
-from mango.perception.base import CameraPose, Detection, Intrinsics, RGBDFrame
+from mango.perception.base import Detection, RGBDFrame
 from mango.primitives.grasps import (
     PRE_GRASP,
     PRE_SIDE,
@@ -33,6 +34,7 @@ from mango.primitives.planning import (
     fixture_release,
     footprint_extents,
     parse_destination,
+    standing_on,
     surface_target,
 )
 
@@ -143,6 +145,30 @@ def test_a_second_object_goes_beside_what_is_in_the_container() -> None:
     assert box.turn == 0.0  # it fits as it is held
 
 
+def test_a_second_object_on_a_surface_goes_beside_what_stands_on_it() -> None:
+    """LIBERO's stove (30 x 34 cm box) with one moka pot (6 cm) at its middle: the second
+    pot goes to the free spot on it nearest the middle, clear of the first by the margin,
+    its footprint on the stove; something under or merely near it is not on it."""
+    stove = _det((0.1, -0.14, 0.915), (0.3, 0.34, 0.03), eid="flat_stove_1")
+    pot = _det((0.1, -0.14, 0.985), (0.06, 0.06, 0.11), eid="moka_pot_1")
+    half = (0.03, 0.03)
+    alone = surface_target(stove)
+    assert alone.xy == pytest.approx([0.1, -0.14]) and alone.support_z == pytest.approx(0.93)
+    on = standing_on(stove, [pot, _det((0.1, -0.14, 0.9), (0.4, 0.4, 0.02), eid="mat_1"),
+                             _det((0.4, 0.2, 0.95), (0.05, 0.05, 0.1), eid="can_1")])
+    assert [d.entity_id for d in on] == ["moka_pot_1"]
+    t = surface_target(stove, occupants=on, held_half=half, base=(-0.56, 0.0))
+    gap = 0.03 + half[0] + 0.005
+    assert max(abs(t.xy[0] - 0.1), abs(t.xy[1] + 0.14)) >= gap - 1e-9
+    assert np.hypot(t.xy[0] - 0.1, t.xy[1] + 0.14) < gap + 0.011  # the nearest: one cell on
+    assert abs(t.xy[0] - 0.1) <= 0.15 - half[0] and abs(t.xy[1] + 0.14) <= 0.17 - half[1]
+    assert t.support_z == pytest.approx(0.93) and t.entity_id == "flat_stove_1"
+    # nothing free on it: over the middle, as before
+    full = surface_target(stove, occupants=[_det((0.1, -0.14, 0.95), (0.3, 0.34, 0.04))],
+                          held_half=half)
+    assert full.xy == pytest.approx(alone.xy)
+
+
 def test_a_divider_standing_up_inside_a_container_is_released_beside() -> None:
     """LIBERO's desk caddy (26 x 28 cm, two compartments either side of a divider along y),
     seen from above in depth: the book (5 x 14 cm, long along y) goes into a compartment,
@@ -163,7 +189,7 @@ def test_a_divider_standing_up_inside_a_container_is_released_beside() -> None:
                          centroid=(0.0, 0.0, 0.94), size=(0.26, 0.28, 0.08), yaw=0.0,
                          camera=frame.camera, stamp=0.0)
 
-    frame, (mask,) = _down_frame([floor, *walls, divider], mine)
+    frame, (mask,) = down_frame([floor, *walls, divider], mine)
     det = caddy(frame, mask)
     t = container_target(det, held_half=half, frame=frame)
     assert abs(t.xy[0]) >= 0.005 + half[0]  # clear of the divider (sampled every 5 mm)
@@ -172,7 +198,7 @@ def test_a_divider_standing_up_inside_a_container_is_released_beside() -> None:
     assert container_target(det, held_half=half).xy == pytest.approx([0.0, 0.0])  # no depth
     other = dataclasses.replace(frame, camera="wrist")  # its mask is not this frame's
     assert container_target(det, held_half=half, frame=other).xy == pytest.approx([0.0, 0.0])
-    frame, (mask,) = _down_frame([floor, *walls], mine)
+    frame, (mask,) = down_frame([floor, *walls], mine)
     open_box = container_target(caddy(frame, mask), held_half=half, frame=frame)
     assert open_box.xy == pytest.approx([0.0, 0.0])
 
@@ -269,27 +295,10 @@ def test_a_side_grasp_of_an_object_wider_than_the_hand_is_refused() -> None:
         grasp_options(box, GraspScene(fixtures=[_microwave()], base=BASE))
 
 
-def _down_frame(surfaces, masks) -> RGBDFrame:
-    """A camera 2 m up looking straight down (optical x = world x, y = world -y): depth from
-    the highest surface (x0, y0, x1, y1, z) over each pixel, the table (0.9) elsewhere."""
-    n, f = 200, 200.0
-    intr = Intrinsics(width=n, height=n, fx=f, fy=f, cx=n / 2, cy=n / 2)
-    pose = CameraPose(np.array([0.0, 0.0, 2.0]), np.array([[1.0, 0, 0], [0, -1, 0], [0, 0, -1]]))
-    v, u = np.mgrid[0:n, 0:n]
-    depth = np.full((n, n), 1.1, np.float32)
-    for x0, y0, x1, y1, z in surfaces:
-        d = 2.0 - z
-        x, y = (u - n / 2) / f * d, -(v - n / 2) / f * d
-        inside = (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
-        depth = np.where(inside, np.minimum(depth, d), depth).astype(np.float32)
-    return RGBDFrame(camera="down", rgb=None, depth=depth, intrinsics=intr, pose=pose), \
-        [m(u, v, depth) for m in masks]
-
-
 def test_detected_depth_overhead_blocks_the_top_down_approach_an_open_basket_does_not() -> None:
     mug = _mug((0.0, 0.0))  # top at 0.988
     # a shelf board 12 cm above the mug, seen from above: its mask covers the mug's column
-    frame, (shelf_mask,) = _down_frame([(-0.15, -0.15, 0.15, 0.15, 1.11)],
+    frame, (shelf_mask,) = down_frame([(-0.15, -0.15, 0.15, 0.15, 1.11)],
                                        [lambda u, v, d: d < 0.95])
     shelf = Detection(phrase="the shelf", entity_id="shelf_1", label="shelf", score=1.0,
                       box_2d=(0, 0, 200, 200), mask=shelf_mask, centroid=(0.0, 0.0, 1.1),
@@ -301,7 +310,7 @@ def test_detected_depth_overhead_blocks_the_top_down_approach_an_open_basket_doe
     # from the robot's base (no cavity says otherwise)
     assert plan.direction == pytest.approx([1.0, 0.0, 0.0])
     # an open basket around the mug: its rim is 10 cm away, nothing of it over the mug
-    frame, (rim_mask,) = _down_frame([(-0.11, -0.11, 0.11, 0.11, 0.99)],
+    frame, (rim_mask,) = down_frame([(-0.11, -0.11, 0.11, 0.11, 0.99)],
                                      [lambda u, v, d: (d < 1.02) & (np.hypot(u - 100, v - 100)
                                                                     > 16)])
     basket = dataclasses.replace(shelf, phrase="the basket", entity_id="basket_1",

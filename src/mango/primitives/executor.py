@@ -30,6 +30,7 @@ from mango.geometry import quat_yaw
 from mango.oracle.predicates import StateView, Thresholds, p_grasped, p_in, p_on
 from mango.oracle.world_state import EntityState, WorldState
 from mango.perception.base import Detection, RGBDFrame
+from mango.primitives.clearance import release_points
 from mango.primitives.grasps import GraspScene, grasp_options, wrap_angle
 from mango.primitives.motion import WorldFrameIK, to_chunks
 from mango.primitives.moves import HandMoves, turned
@@ -46,6 +47,7 @@ from mango.primitives.planning import (
     fixture_release,
     footprint_extents,
     inside_box,
+    standing_on,
     surface_height,
     surface_target,
 )
@@ -60,6 +62,9 @@ log = logging.getLogger(__name__)
 Status = Literal["succeeded", "failed", "cancelled", "rejected"]
 MIN_HELD_WIDTH = 0.003  # m: fingers closer than this closed on air
 FINGERS = ("robot_left_finger", "robot_right_finger")
+ARRIVED = 0.004  # m from the approach's end: the hand is where the fingers close
+ARRIVE_TRIES = 5
+LIFTED = 0.03  # m above its bottom at the release: an object seen there went up with the hand
 
 
 @dataclass
@@ -220,6 +225,20 @@ class PrimitiveExecutor:
             self._rows_done += len(chunk)
             self.ports.feedback(phase, self._progress())
 
+    def _arrive(self, row: np.ndarray) -> None:
+        """Hold at `row` until the measured hand is there (at most `ARRIVE_TRIES` short
+        holds): an arm lagging its chunk (a controller or sim behind real time) would close
+        the fingers above the object, on nothing. Progress does not move."""
+        goal = self.ik.fk(np.asarray(row[:7], float))[0]
+        for _ in range(ARRIVE_TRIES):
+            m = self.ports.measure()
+            if float(np.linalg.norm(self.ik.fk(m.q)[0] - goal)) <= ARRIVED:
+                return
+            for chunk in to_chunks(self._arm(row[:7], float(row[7])).hold(0.2)):
+                res = self.ports.execute_chunk(chunk)
+                if res.status != "done":
+                    raise _Stopped(res)
+
     def _hand(self, m: Measurement) -> tuple[list[float], list[float]]:
         p, quat = self.ik.fk(m.q)
         return [round(float(v), 4) for v in p], [round(float(v), 5) for v in quat]
@@ -285,7 +304,7 @@ class PrimitiveExecutor:
                                                   into, turnable))
         except ValueError as exc:
             return GraspOutcome("rejected", det.entity_id, False, str(exc), detection=det)
-        why: list[str] = []
+        why: dict[str, str] = {}  # per approach (the opening directions of one share it)
         for plan in plans:  # the first whose motion the arm can follow
             arm = self._arm(m0.q, self.width_cmd)
             try:
@@ -294,15 +313,17 @@ class PrimitiveExecutor:
                                          else self.moves.top_grasp(arm, plan))
                 break
             except (ExpertError, UnreachableError) as exc:
-                why.append(f"{plan.reason}: {exc}")
+                why.setdefault(plan.reason, f"{plan.reason}: {exc}")
         else:
+            tried = f"{len(plans)} grasps tried; " if len(plans) > len(why) else ""
             return GraspOutcome("rejected", det.entity_id, False,
-                                f"grasp of '{phrase}' unreachable ({'; '.join(why)})",
-                                detection=det)
+                                f"grasp of '{phrase}' unreachable ({tried}"
+                                f"{'; '.join(why.values())})", detection=det)
         self._rows_total = len(approach) + len(close) + len(lift)
         log.debug("grasp plan (%s): %d rows to the object", plan.reason, len(approach))
         try:
             self._run(approach, "approach")
+            self._arrive(approach[-1])
             self._run(close, "close")
             self._run(lift, "lift")
         except _Stopped as stop:
@@ -388,8 +409,13 @@ class PrimitiveExecutor:
             self._into = fx
             return fixture_release(fx, radius, self.area.base), anchor
         if req.kind == "on":
-            assert anchor is not None
-            return surface_target(anchor, self.last_frame), anchor
+            assert anchor is not None and held.detection is not None
+            key = anchor.entity_id or anchor.phrase
+            occupants = standing_on(anchor, [d for d in self._others_seen(held)
+                                             if (d.entity_id or d.phrase) != key])
+            half = (held.detection.size[0] / 2, held.detection.size[1] / 2)
+            return surface_target(anchor, self.last_frame, occupants, half,
+                                  self.area.base), anchor
         if req.at is not None:  # back where it stood a moment ago: free, reachable
             return PlaceTarget(np.asarray(req.at, float), self.area.height, None), None
         obstacles = self._others_seen(held)
@@ -433,7 +459,7 @@ class PrimitiveExecutor:
         release = target.release_hand(held.hand_above_bottom)
         m0 = self.ports.measure()
         arm = self._arm(m0.q, self.width_cmd)
-        turn = 0.0
+        turn = raised = 0.0
         try:
             if target.insert is not None:
                 approach, let_go, retreat = self.moves.insert(arm, release, target.insert,
@@ -444,10 +470,15 @@ class PrimitiveExecutor:
                 # a quarter turn to fit is as good either way round (the footprint is a box)
                 turns = [req.turn + target.turn] + ([req.turn - target.turn]
                                                     if target.turn else [])
+                half = (max(held.detection.size[:2]) / 2 if held.detection is not None
+                        else 0.05)
+                around = release_points(self.last_frame, release,
+                                        release[2] - held.hand_above_bottom,
+                                        (self._hand(m0)[0], held.hand_above_bottom, half))
                 for i, want in enumerate(turns):
                     try:
-                        (approach, let_go, retreat), turn = self.moves.top_place(
-                            arm, release, m0.width, want, held.offset)
+                        (approach, let_go, retreat), turn, raised = self.moves.top_place(
+                            arm, release, m0.width, want, held.offset, around)
                         break
                     except (ExpertError, UnreachableError):
                         if i == len(turns) - 1:
@@ -471,11 +502,16 @@ class PrimitiveExecutor:
                                 release_quat=hand[1] if hand else None)
         self._phase_start("verify")
         phrase = object_phrase or (held.detection.phrase if held.detection else "")
-        satisfied, why = self._judge_perceived(req, phrase, anchor, target)
+        assert hand is not None
+        satisfied, why = self._judge_perceived(req, phrase, anchor, target,
+                                               hand[0][2] - held.hand_above_bottom)
         truth, dest_id = (self.ports.truth(req, held.entity_id, target, anchor)
                           if self.ports.truth is not None else (None, None))
         fitted = (f"turned {math.degrees(turn):.0f} deg to fit the free space inside, "
                   if target.turn else "")
+        if raised:
+            fitted += (f"let go {raised * 100:.0f} cm higher for the fingers to open clear "
+                       "of what is beside it, ")
         msg = (f"{regrasped}{fitted}released at {hand[0]}; '{req.text}' "
                f"{'holds' if satisfied else 'does not hold'} (perceived{why})")
         self.ports.feedback("verify", 1.0)
@@ -523,7 +559,10 @@ class PrimitiveExecutor:
         return f", turned {math.degrees(down.turn):.0f} deg on the way down" if down.turn else ""
 
     def _judge_perceived(self, req: PlaceRequest, phrase: str, anchor: Detection | None,
-                         target: PlaceTarget) -> tuple[bool, str]:
+                         target: PlaceTarget, let_go_bottom: float) -> tuple[bool, str]:
+        """Whether the place holds as seen now (after the retreat), and why not. An object
+        let go can only have fallen: one seen higher than its bottom was at the release went
+        up with the hand (wedged between fingers that could not open, hung on one)."""
         phrases = [phrase] + ([req.anchor] if req.anchor and req.kind in ("in", "on") else [])
         seen = self.detect(phrases)
         if seen.error is not None:
@@ -537,6 +576,9 @@ class PrimitiveExecutor:
         before = self.held_detection
         height = max(obj.size[2], before.size[2] if before is not None else 0.0)
         top = obj.centroid[2] + obj.size[2] / 2
+        if top - height > let_go_bottom + LIFTED:
+            return False, (f": it went up with the hand ({(top - height - let_go_bottom) * 100:.0f}"
+                           " cm above where it was let go)")
         objects = {"held": EntityState(position=(obj.centroid[0], obj.centroid[1],
                                                  top - height / 2),
                                        size=(obj.size[0], obj.size[1], height),

@@ -29,6 +29,7 @@ import numpy as np
 
 from mango.perception.base import Detection, RGBDFrame
 from mango.perception.geometry import back_project, to_world
+from mango.primitives.clearance import clear_first, clutter_points
 from mango.primitives.planning import GRIPPER_OPEN, KnownFixture, footprint_extents, yaw_rot
 from mango.primitives.shape import (
     CLEARANCE,
@@ -101,7 +102,14 @@ def _top_height(det: Detection) -> float:
 
 
 def _box_top_plan(det: Detection) -> GraspPlan:
-    _major, minor = footprint_extents(det)
+    return _box_top_plans(det)[0]
+
+
+def _box_top_plans(det: Detection) -> list[GraspPlan]:
+    """Across the narrow side first; then turned 15 and 30 degrees either way, and across
+    the long side, where the box's extent across the fingers still fits the hand (what the
+    clearance ranking picks from when a neighbour stands beside the narrow side's fingers)."""
+    major, minor = footprint_extents(det)
     _too_wide(det, minor)
     bottom, _ = _span(det)
     grasp = np.array([det.centroid[0], det.centroid[1], _top_height(det)])
@@ -109,8 +117,18 @@ def _box_top_plan(det: Detection) -> GraspPlan:
     # shape (the recovered `minor` assumes a rectangle: a handle fools it)
     width = min(GRIPPER_OPEN, min(det.size[0], det.size[1]) + GRIP_MARGIN)
     # the detection's yaw is the major axis: the fingers open across it
-    return GraspPlan(det.entity_id, grasp, grasp + np.array([0.0, 0.0, PRE_GRASP]),
-                     det.yaw + math.pi / 2, width, minor, bottom, reason="top-down")
+    plans = [GraspPlan(det.entity_id, grasp, grasp + np.array([0.0, 0.0, PRE_GRASP]),
+                       det.yaw + math.pi / 2, width, minor, bottom, reason="top-down")]
+    for deg in (15, -15, 30, -30, 90):
+        t = math.radians(deg)
+        across = minor * abs(math.cos(t)) + major * abs(math.sin(t))
+        if across > GRIPPER_OPEN - 0.005:
+            continue
+        plans.append(dataclasses.replace(
+            plans[0], opening_yaw=det.yaw + math.pi / 2 + t, narrow=across,
+            width=min(GRIPPER_OPEN, across + GRIP_MARGIN),
+            reason=f"top-down, turned {deg} deg from across the narrow side"))
+    return plans
 
 
 def _yaw_of(v: Sequence[float]) -> float:
@@ -118,28 +136,40 @@ def _yaw_of(v: Sequence[float]) -> float:
 
 
 def plan_grasp(det: Detection, body: RoundBody | None = None) -> GraspPlan:
-    """Top-down grasp of a detected object; refuses one too wide for the hand. With a round
-    `body`: at its axis, closing across its diameter, the opening normal to its protrusion
-    (else the first of every 15 degrees the protrusion leaves clear of the hand)."""
+    """The first of `top_grasps`: the preferred top-down grasp."""
+    return top_grasps(det, body)[0]
+
+
+def top_grasps(det: Detection, body: RoundBody | None = None) -> list[GraspPlan]:
+    """Top-down grasps of a detected object, preferred first; refuses one too wide for the
+    hand. With a round `body`: at its axis, closing across its diameter, the opening normal
+    to its protrusion first, then every 15 degrees the protrusion leaves clear of the hand
+    (a body wider than the hand: pinched by its protrusion). A box: `_box_top_plans`."""
     if body is None:
-        return _box_top_plan(det)
+        return _box_top_plans(det)
     if 2 * body.radius > GRIPPER_OPEN - 0.005:
         by_handle = plan_handle_grasp(det, body)
         if by_handle is not None:
-            return by_handle
+            return [by_handle]
     _too_wide(det, 2 * body.radius)
     grasp = np.array([body.centre[0], body.centre[1], _top_height(det)])
     width = min(GRIPPER_OPEN, 2 * body.radius + GRIP_MARGIN)
     yaws = [_yaw_of(body.handle) + math.pi / 2] if body.handle is not None else []
     yaws += [det.yaw + math.pi / 2 + k * math.pi / 12 for k in range(12)]
+    plans: list[GraspPlan] = []
     for yaw in yaws:
         opening = np.array([math.cos(yaw), math.sin(yaw), 0.0])
+        if any(abs(wrap_angle(2 * (yaw - p.opening_yaw))) < math.radians(10) for p in plans):
+            continue  # the same opening axis (mod 180 degrees) as one already planned
         if not blocks(body.protrusion, grasp, DOWN, opening, width, body.radius):
-            return GraspPlan(det.entity_id, grasp, grasp + np.array([0.0, 0.0, PRE_GRASP]),
-                             yaw, width, 2 * body.radius, body.bottom,
-                             reason=f"top-down across {body.describe()}", body=body)
-    return dataclasses.replace(_box_top_plan(det), body=body, blocked=(
-        f"{body.describe()}: the protrusion meets the hand at every opening direction"))
+            plans.append(GraspPlan(det.entity_id, grasp,
+                                   grasp + np.array([0.0, 0.0, PRE_GRASP]), yaw, width,
+                                   2 * body.radius, body.bottom,
+                                   reason=f"top-down across {body.describe()}", body=body))
+    if plans:
+        return plans
+    return [dataclasses.replace(_box_top_plan(det), body=body, blocked=(
+        f"{body.describe()}: the protrusion meets the hand at every opening direction"))]
 
 
 def _cylinder_points(body: RoundBody, step: float = 0.005) -> np.ndarray:
@@ -347,7 +377,7 @@ def grasp_options(det: Detection, scene: GraspScene) -> list[GraspPlan]:
                "(its top is closed)")
         retreat = False
     else:
-        return [plan_grasp(det, body)]
+        return clear_first(top_grasps(det, body), clutter_points(det, scene.frame, body))
     plans, wide = [], []
     for d in _side_directions(first, base_dir):
         how = "back out along it before lifting" if retreat else "lift"

@@ -15,6 +15,7 @@ import numpy as np
 
 from mango.errors import UnreachableError
 from mango.geometry import frame_quat, mat_to_quat, quat_to_mat
+from mango.primitives.clearance import clear_release
 from mango.primitives.grasps import GraspPlan
 from mango.primitives.planning import GRIPPER_OPEN
 from mango.primitives.transit import TransitPlanner
@@ -132,12 +133,14 @@ class HandMoves:
 
     # ------------------------------------------------------------------ releases
     def top_place(self, arm: PlannedArm, release: np.ndarray, width: float,
-                  turn: float = 0.0, offset: np.ndarray | None = None) -> tuple[Legs, float]:
+                  turn: float = 0.0, offset: np.ndarray | None = None,
+                  around: np.ndarray | None = None) -> tuple[Legs, float, float]:
         """Carry at cruise height over the release (turning the hand by `turn` about the
         vertical on the way, or the nearest turn the wrist allows: `turn_choices`), lower,
         open a little, back up. `offset`: where the held object's axis is from the hand (a
-        handle grasp): the hand goes so that the object is over the release. Also returns
-        the turn made."""
+        handle grasp): the hand goes so that the object is over the release. `around`: the
+        points there the opening fingers must clear (`clearance.clear_release` raises the
+        release until they do). Also returns the turn made and how far it was raised."""
         q0, w0 = arm.q.copy(), arm.width
         err: Exception | None = None
         for t in (turn_choices(arm, turn) if turn else iter((0.0,))):
@@ -146,13 +149,21 @@ class HandMoves:
             if offset is not None:
                 c, s = math.cos(t), math.sin(t)
                 at[:2] -= np.array([c * offset[0] - s * offset[1], s * offset[0] + c * offset[1]])
+            opening = quat_to_mat(turned(arm.pose()[1], t))[:, 1]
+            at, raised = clear_release(at, opening, width, self._release_width(width),
+                                       np.zeros((0, 3)) if around is None else around)
             try:
-                return self._top_place(arm, at, width, t), t
+                return self._top_place(arm, at, width, t), t, raised
             except (ExpertError, UnreachableError) as exc:
                 err = exc
         raise err or ExpertError(f"the wrist cannot turn the held object by "
                                  f"{math.degrees(turn):.0f} deg (nor within "
                                  f"{math.degrees(TURN_SLACK):.0f} deg of it)")
+
+    @staticmethod
+    def _release_width(width: float) -> float:
+        """How far a top-down release opens from the held `width`."""
+        return min(GRIPPER_OPEN, width + 0.025)
 
     def _top_place(self, arm: PlannedArm, release: np.ndarray, width: float,
                    turn: float) -> Legs:
@@ -162,7 +173,7 @@ class HandMoves:
                                           turned(quat, turn))
         approach += arm.line(release, speed=arm.approach_speed)
         approach += arm.hold(0.1)
-        let_go = arm.hold(0.5, min(GRIPPER_OPEN, width + 0.025))
+        let_go = arm.hold(0.5, self._release_width(width))
         retreat = arm.line(np.array([release[0], release[1], carry]), speed=arm.approach_speed)
         retreat += arm.hold(0.5)
         return approach, let_go, retreat

@@ -334,13 +334,34 @@ def inside_box(container: Detection, dets: Sequence[Detection]) -> list[Detectio
     return [d for d in dets if x0 < d.centroid[0] < x1 and y0 < d.centroid[1] < y1]
 
 
-def surface_target(det: Detection, frame: RGBDFrame | None = None) -> PlaceTarget:
+def surface_target(det: Detection, frame: RGBDFrame | None = None,
+                   occupants: Sequence[Detection] = (),
+                   held_half: tuple[float, float] = (0.0, 0.0),
+                   base: Sequence[float] = (0.0, 0.0)) -> PlaceTarget:
     """On a surface or object: over its centre, the support the surface's height there
-    (`surface_height`), or its box top without depth."""
+    (`surface_height`), or its box top without depth. With `occupants` (what stands on it
+    already: the first moka pot on the stove), the free spot on it nearest its centre for
+    the held footprint (`held_half`, as `container_target`): released over the centre, the
+    second pot came down on the first. Without one, over the centre as before."""
     cx, cy, cz = det.centroid
-    top = surface_height(det, frame, (cx, cy), 0.0, 0.04) if frame is not None else None
-    return PlaceTarget(np.array([cx, cy]), cz + det.size[2] / 2 if top is None else top,
-                       det.entity_id)
+    xy = np.array([cx, cy])
+    if occupants:
+        area = TableArea((cx, cy), (det.size[0], det.size[1]), cz + det.size[2] / 2,
+                         (base[0], base[1]), reach=(0.0, np.inf))
+        spot = OccupancyGrid(area, [_box_of(o) for o in occupants], held_half,
+                             margin=0.005).nearest((cx, cy))
+        if spot is not None:
+            xy = spot
+    top = surface_height(det, frame, xy, 0.0, 0.04) if frame is not None else None
+    return PlaceTarget(xy, cz + det.size[2] / 2 if top is None else top, det.entity_id)
+
+
+def standing_on(surface: Detection, dets: Sequence[Detection]) -> list[Detection]:
+    """The detections standing on `surface`: their centre over its footprint and their
+    bottom above its bottom (not the table under it, not something it stands on)."""
+    bottom = surface.centroid[2] - surface.size[2] / 2
+    return [d for d in inside_box(surface, dets)
+            if d.centroid[2] - d.size[2] / 2 > bottom + 0.005]
 
 
 def surface_height(det: Detection, frame: RGBDFrame, xy: Sequence[float], inner: float,

@@ -185,12 +185,14 @@ def _directions(rel: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def hand_conflicts(points: np.ndarray, tcp: np.ndarray, axis: np.ndarray,
-                   opening: np.ndarray, width: float, closes_to: float) -> int:
+                   opening: np.ndarray, width: float, closes_to: float,
+                   palm: bool = True) -> int:
     """How many of `points` (world, N x 3) the hand meets on a straight approach along
     `axis` to `tcp` (the TCP there, the fingers opening along `opening`, `width` apart)
     and closing to `closes_to` from its axis (the half width the pads stop at): the fingers
     sweep everything behind their tips from their pads outward, the palm everything behind
-    its face within its span."""
+    its face within its span (not `palm`: the fingers alone, what moves as the hand
+    opens)."""
     if not len(points):
         return 0
     a = np.asarray(axis, float) / float(np.linalg.norm(axis))
@@ -201,9 +203,11 @@ def hand_conflicts(points: np.ndarray, tcp: np.ndarray, axis: np.ndarray,
     m = CLEARANCE
     fingers = (along <= TIP_AHEAD + m) & (side >= closes_to - m) & \
         (side <= width / 2 + FINGER_OUT + m) & (across <= FINGER_HALF_WIDTH + m)
-    palm = (along <= -PALM_BEHIND + m) & (side <= PALM_HALF_SPAN + m) & \
+    if not palm:  # the fingers' own length, tips to the palm's face
+        return int((fingers & (along >= -PALM_BEHIND - m)).sum())
+    behind = (along <= -PALM_BEHIND + m) & (side <= PALM_HALF_SPAN + m) & \
         (across <= PALM_HALF_WIDTH + m)
-    return int((fingers | palm).sum())
+    return int((fingers | behind).sum())
 
 
 def blocks(points: np.ndarray, tcp: np.ndarray, axis: np.ndarray, opening: np.ndarray,
