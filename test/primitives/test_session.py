@@ -84,3 +84,46 @@ def test_one_executor_per_scene_reaching_each_goals_ports_until_a_reset() -> Non
     assert s.scene is not None and s.scene.name == "libero10_mugs_plates"
     s.grasp("the white mug", _Goal(1.2).ports())
     assert len(made) == 3
+
+
+def test_the_fingers_close_only_once_the_measured_hand_is_where_the_approach_ended() -> None:
+    """An arm lagging its approach chunk (a controller or a sim behind real time) is held at
+    the approach's last row until the measured hand is there, at most `ARRIVE_TRIES` short
+    holds; a hold that does not finish stops the grasp."""
+    from mango.primitives.executor import ARRIVE_TRIES, _Stopped
+
+    sent: list[np.ndarray] = []
+    lag = {"measures": 0, "arrive_after": 2, "status": "done"}
+    row = np.r_[np.array([0.1, -0.4, 0.0, -2.2, 0.0, 1.9, 0.8]), 0.07]
+    short = row[:7] + np.array([0.0, 0.05, 0.0, 0.0, 0.0, 0.0, 0.0])  # ~cm off at the hand
+
+    def measure() -> Measurement:
+        lag["measures"] += 1
+        q = row[:7] if lag["measures"] > lag["arrive_after"] else short
+        return Measurement(q.copy(), 0.07, 1.0)
+
+    def execute(chunk: np.ndarray) -> Executed:
+        sent.append(np.asarray(chunk))
+        return Executed(lag["status"])  # type: ignore[arg-type]
+
+    s, made = _session()
+    ports = PrimitivePorts(detect=lambda p: Perceived({}, {}), execute_chunk=execute,
+                           measure=measure)
+    s.grasp("the white mug", ports)  # makes the executor (nothing seen: nothing moves)
+    assert len(made) == 1 and not sent
+    ex = made[0]
+    lag["measures"] = 0
+    ex._arrive(row)
+    assert len(sent) == 2  # two short holds, then the hand measured there
+    assert all(np.allclose(c[:, :7], row[:7]) and np.allclose(c[:, 7], 0.07) for c in sent)
+    sent.clear()
+    lag.update(measures=0, arrive_after=10**6)  # it never gets there: bounded, then on
+    ex._arrive(row)
+    assert len(sent) == ARRIVE_TRIES
+    lag.update(measures=0, status="cancelled")
+    try:
+        ex._arrive(row)
+    except _Stopped:
+        pass
+    else:
+        raise AssertionError("a cancelled hold did not stop the grasp")
