@@ -11,14 +11,12 @@ from support.depth_scenes import down_frame
 
 from mango.perception.base import Detection
 from mango.primitives.clearance import (
-    MAX_PLANS,
     RELEASE_RAISE,
     clear_release,
     clutter_points,
-    conflicts,
     release_points,
 )
-from mango.primitives.grasps import GraspScene, grasp_options
+from mango.primitives.grasps import MAX_PLANS, GraspScene, conflicts, grasp_options
 from mango.primitives.shape import CLEARANCE, CONFLICT_POINTS, TIP_AHEAD
 
 BASE = (-0.56, 0.0)

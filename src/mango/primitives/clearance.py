@@ -3,16 +3,14 @@
 A top-down grasp's fingers come down beside the object; a neighbour standing there (a box
 next to a can in a filled basket) takes a finger on its top or its wall and the object is
 not held. The points of the frame around the object (not the object's own, not the surface
-it stands on, not the air far above it where the arm is) are what the hand must clear; the
-grasps the hand clears come first, the others after by how much they meet.
+it stands on, not the air far above it where the arm is) are what the hand must clear
+(`grasps.clear_first` ranks a grasp's opening directions by them). A release is raised until
+the opening fingers clear the points beside its spot.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,14 +19,10 @@ from mango.perception.geometry import back_project, project, to_world
 from mango.primitives.planning import footprint_extents, yaw_rot
 from mango.primitives.shape import CONFLICT_POINTS, RoundBody, hand_conflicts
 
-if TYPE_CHECKING:  # grasps.py plans with this module
-    from mango.primitives.grasps import GraspPlan
-
 AROUND = 0.16  # m from the object's centre: beyond it nothing meets an open hand
 ABOVE_SUPPORT = 0.005  # m above the object's bottom: lower points are what it stands on
 ABOVE_TOP = 0.08  # m above the object's top: the hand's height that matters (not the arm)
 OWN_MARGIN = 0.004  # m around the object's footprint counted as its own (mask edges)
-MAX_PLANS = 6  # top-down grasps handed on (each one the arm cannot reach costs an IK search)
 DOWN = np.array([0.0, 0.0, -1.0])
 
 
@@ -81,31 +75,6 @@ def clutter_points(det: Detection, frame: RGBDFrame | None,
         own = (np.abs(local[:, 0]) <= major / 2 + OWN_MARGIN) \
             & (np.abs(local[:, 1]) <= minor / 2 + OWN_MARGIN)
     return pts[~own]
-
-
-def conflicts(plan: GraspPlan, points: np.ndarray) -> int:
-    """How many of `points` a top-down `plan` meets on its way down."""
-    opening = np.array([math.cos(plan.opening_yaw), math.sin(plan.opening_yaw), 0.0])
-    return hand_conflicts(points, plan.grasp, DOWN, opening, plan.width, plan.narrow / 2)
-
-
-def clear_first(plans: Sequence[GraspPlan], points: np.ndarray) -> list[GraspPlan]:
-    """`plans` (top-down, preferred first) with those whose hand clears
-    `points` first, in their order, then the rest by how many points they meet; at most
-    `MAX_PLANS`. A plan that comes before the preferred one says why."""
-    if not len(points) or len(plans) < 2:
-        return list(plans[:MAX_PLANS])
-    met = [conflicts(p, points) for p in plans]
-    order = sorted(range(len(plans)),
-                   key=lambda i: (met[i] >= CONFLICT_POINTS, met[i] if met[i] >= CONFLICT_POINTS
-                                  else 0, i))
-    out = [plans[i] for i in order[:MAX_PLANS]]
-    if order[0] != 0 and met[0] >= CONFLICT_POINTS:
-        why = (f"{out[0].reason}: the preferred grasp's fingers meet what stands beside it "
-               f"({met[0]} depth points)" + ("" if met[order[0]] < CONFLICT_POINTS
-                                             else f", this one fewer ({met[order[0]]})"))
-        out[0] = dataclasses.replace(out[0], reason=why)
-    return out
 
 
 RELEASE_RAISE = 0.08  # m: the most a release is raised for the fingers to open clear

@@ -29,13 +29,15 @@ import numpy as np
 
 from mango.perception.base import Detection, RGBDFrame
 from mango.perception.geometry import back_project, to_world
-from mango.primitives.clearance import clear_first, clutter_points
+from mango.primitives.clearance import clutter_points
 from mango.primitives.planning import GRIPPER_OPEN, KnownFixture, footprint_extents, yaw_rot
 from mango.primitives.shape import (
     CLEARANCE,
+    CONFLICT_POINTS,
     FINGER_HALF_WIDTH,
     RoundBody,
     blocks,
+    hand_conflicts,
     object_points,
     round_body,
 )
@@ -347,6 +349,34 @@ def wrap_angle(a: float) -> float:
     """`a` in (-pi, pi]."""
     a = math.remainder(a, 2 * math.pi)
     return math.pi if a == -math.pi else a
+
+
+MAX_PLANS = 6  # top-down grasps handed on (each one the arm cannot reach costs an IK search)
+
+
+def conflicts(plan: GraspPlan, points: np.ndarray) -> int:
+    """How many of `points` a top-down `plan` meets on its way down."""
+    opening = np.array([math.cos(plan.opening_yaw), math.sin(plan.opening_yaw), 0.0])
+    return hand_conflicts(points, plan.grasp, DOWN, opening, plan.width, plan.narrow / 2)
+
+
+def clear_first(plans: Sequence[GraspPlan], points: np.ndarray) -> list[GraspPlan]:
+    """`plans` (top-down, preferred first) with those whose hand clears
+    `points` first, in their order, then the rest by how many points they meet; at most
+    `MAX_PLANS`. A plan that comes before the preferred one says why."""
+    if not len(points) or len(plans) < 2:
+        return list(plans[:MAX_PLANS])
+    met = [conflicts(p, points) for p in plans]
+    order = sorted(range(len(plans)),
+                   key=lambda i: (met[i] >= CONFLICT_POINTS, met[i] if met[i] >= CONFLICT_POINTS
+                                  else 0, i))
+    out = [plans[i] for i in order[:MAX_PLANS]]
+    if order[0] != 0 and met[0] >= CONFLICT_POINTS:
+        why = (f"{out[0].reason}: the preferred grasp's fingers meet what stands beside it "
+               f"({met[0]} depth points)" + ("" if met[order[0]] < CONFLICT_POINTS
+                                             else f", this one fewer ({met[order[0]]})"))
+        out[0] = dataclasses.replace(out[0], reason=why)
+    return out
 
 
 def grasp_options(det: Detection, scene: GraspScene) -> list[GraspPlan]:
