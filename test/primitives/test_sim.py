@@ -38,6 +38,17 @@ def _prims(scene: str | Path, seed: int = 0, backend=None) -> tuple[SimEnv, SimP
     return env, SimPrimitives(env, be)
 
 
+def _each_placed(prims: SimPrimitives, phrases: tuple[str, ...], where: str):
+    """Grasp then place each object in turn where asked, each held and placed by perception
+    and physics; the last place's outcome."""
+    for phrase in phrases:
+        g = prims.grasp(phrase)
+        assert g.grasped, g.message
+        p = prims.place(parse_destination(where), phrase)
+        assert p.status == "succeeded" and p.satisfied_truth, p.message
+    return p
+
+
 def test_grasp_then_place_on_a_plate_is_measured() -> None:
     env, prims = _prims("libero10_mugs_plates", 1)
     with env:
@@ -83,11 +94,7 @@ def test_an_oblong_box_that_fits_beside_the_soup_only_turned_is_turned() -> None
     quarter it fits beside the soup: both in the basket by the oracle's `in` on the physics."""
     env, prims = _prims("libero10_soup_cheese_basket", 4)
     with env:
-        for phrase in ("the alphabet soup", "the cream cheese box"):
-            g = prims.grasp(phrase)
-            assert g.grasped, g.message
-            p = prims.place(parse_destination("in the basket"), phrase)
-            assert p.status == "succeeded" and p.satisfied_truth, p.message
+        p = _each_placed(prims, ("the alphabet soup", "the cream cheese box"), "in the basket")
         assert "turned 90 deg to fit" in p.message or "turned -90 deg to fit" in p.message
         st = env.world_state()
         for obj in ("alphabet_soup_1", "cream_cheese_1"):
@@ -103,11 +110,7 @@ def test_a_box_let_go_beside_the_soup_leaves_the_hand_and_the_next_grasp_holds()
     basket, and the sauce is held."""
     env, prims = _prims("libero10_soup_cheese_basket", 0)
     with env:
-        for phrase in ("the alphabet soup", "the cream cheese box"):
-            g = prims.grasp(phrase)
-            assert g.grasped, g.message
-            p = prims.place(parse_destination("in the basket"), phrase)
-            assert p.status == "succeeded" and p.satisfied_truth, p.message
+        p = _each_placed(prims, ("the alphabet soup", "the cream cheese box"), "in the basket")
         assert "higher for the fingers to open clear" in p.message, p.message
         st = env.world_state()
         cheese, hand = (st.objects[k].position for k in ("cream_cheese_1", "robot_hand"))
@@ -125,11 +128,7 @@ def test_the_second_moka_pot_goes_on_the_stove_beside_the_first() -> None:
     the free spot on the stove beside the first: both stand on its cooking area."""
     env, prims = _prims("libero10_two_moka_stove", 0)
     with env:
-        for phrase in ("the right moka pot", "the left moka pot"):
-            g = prims.grasp(phrase)
-            assert g.grasped, g.message
-            p = prims.place(parse_destination("on the stove"), phrase)
-            assert p.status == "succeeded" and p.satisfied_truth, p.message
+        _each_placed(prims, ("the right moka pot", "the left moka pot"), "on the stove")
         st = env.world_state()
         z1, z2 = (st.objects[k].position[2] for k in ("moka_pot_1", "moka_pot_2"))
         assert abs(z1 - z2) < 0.01, (z1, z2)  # side by side, not one on the other

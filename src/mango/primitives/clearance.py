@@ -56,9 +56,8 @@ def clutter_points(det: Detection, frame: RGBDFrame | None,
     """World points (N x 3) of what stands around `det` at the height of a top-down hand:
     the frame's depth outside the object's mask and footprint, above its support, within
     `AROUND` of its centre. Empty without depth, intrinsics or pose."""
-    empty = np.zeros((0, 3))
     if frame is None or frame.depth is None or frame.intrinsics is None or frame.pose is None:
-        return empty
+        return np.zeros((0, 3))
     skip = None
     if det.mask is not None and det.camera == frame.camera \
             and det.mask.shape == frame.depth.shape:
@@ -92,12 +91,12 @@ def release_points(frame: RGBDFrame | None, release: np.ndarray, bottom: float,
         return np.zeros((0, 3))
     pts = _points_near(frame, release[:2], bottom + ABOVE_SUPPORT,
                        release[2] + RELEASE_RAISE + ABOVE_TOP)
-    near = np.ones(len(pts), bool)
-    if held is not None:
-        hand, below, half = held
-        near &= ~((np.hypot(pts[:, 0] - hand[0], pts[:, 1] - hand[1]) < half + 0.03)
-                  & (pts[:, 2] > hand[2] - below - 0.02))
-    return pts[near]
+    if held is None:
+        return pts
+    hand, below, half = held
+    carried = (np.hypot(pts[:, 0] - hand[0], pts[:, 1] - hand[1]) < half + 0.03) \
+        & (pts[:, 2] > hand[2] - below - 0.02)
+    return pts[~carried]
 
 
 def clear_release(release: np.ndarray, opening: np.ndarray, held_width: float,

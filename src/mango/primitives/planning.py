@@ -287,15 +287,24 @@ def container_target(det: Detection, floor: float = 0.012,
     if occupants:
         bottom = min(bottom, *(o.centroid[2] - o.size[2] / 2 for o in occupants))
     if blocked:
-        inside = TableArea((cx, cy), (det.size[0], det.size[1]), bottom, (base[0], base[1]),
-                           reach=(0.0, np.inf))
         hx, hy = held_half
         fits = [((hx, hy), 0.0)] + ([((hy, hx), math.pi / 2)] if turnable else [])
         for half, turn in fits:
-            spot = OccupancyGrid(inside, blocked, half, margin=0.005).nearest((cx, cy))
+            spot = _free_spot_over(det, blocked, half, base)
             if spot is not None:
                 return PlaceTarget(spot, bottom + floor, det.entity_id, turn=turn)
     return PlaceTarget(np.array([cx, cy]), bottom + floor, det.entity_id)
+
+
+def _free_spot_over(det: Detection, blocked: Sequence[tuple[float, float, float, float]],
+                    half: tuple[float, float], base: Sequence[float]) -> np.ndarray | None:
+    """The free spot over `det`'s footprint nearest its centre for a footprint of half
+    extents `half` (the 1 cm grid, 5 mm margins), clear of the `blocked` boxes; None when
+    none is free. What the container and the surface targets share."""
+    cx, cy, cz = det.centroid
+    area = TableArea((cx, cy), (det.size[0], det.size[1]), cz, (base[0], base[1]),
+                     reach=(0.0, np.inf))
+    return OccupancyGrid(area, blocked, half, margin=0.005).nearest((cx, cy))
 
 
 RAISED = 0.02  # m above a container's floor: a part of it standing up inside (a divider)
@@ -346,10 +355,7 @@ def surface_target(det: Detection, frame: RGBDFrame | None = None,
     cx, cy, cz = det.centroid
     xy = np.array([cx, cy])
     if occupants:
-        area = TableArea((cx, cy), (det.size[0], det.size[1]), cz + det.size[2] / 2,
-                         (base[0], base[1]), reach=(0.0, np.inf))
-        spot = OccupancyGrid(area, [_box_of(o) for o in occupants], held_half,
-                             margin=0.005).nearest((cx, cy))
+        spot = _free_spot_over(det, [_box_of(o) for o in occupants], held_half, base)
         if spot is not None:
             xy = spot
     top = surface_height(det, frame, xy, 0.0, 0.04) if frame is not None else None
