@@ -39,11 +39,21 @@ class Listener:
         self.steps: list[StepVerdict] = []
         self.tasks: list[TaskVerdict] = []
         self.markers: list[MarkerArray] = []
-        node.create_subscription(StepVerdict, f"{ns}/oracle/step_verdicts", self.steps.append,
-                                 latched_qos(1000))
-        node.create_subscription(TaskVerdict, f"{ns}/oracle/task_verdict", self.tasks.append,
-                                 latched_qos(10))
-        node.create_subscription(MarkerArray, f"{ns}/oracle/markers", self.markers.append, 10)
+        self._subs = [
+            node.create_subscription(StepVerdict, f"{ns}/oracle/step_verdicts", self.steps.append,
+                                     latched_qos(1000)),
+            node.create_subscription(TaskVerdict, f"{ns}/oracle/task_verdict", self.tasks.append,
+                                     latched_qos(10)),
+            node.create_subscription(MarkerArray, f"{ns}/oracle/markers", self.markers.append,
+                                     10)]
+
+    def matched(self) -> None:
+        """Until each topic has met the oracle node's publisher and the starting statuses came.
+        Fast DDS matches each pair of endpoints on its own: in CI the task verdict's came in
+        time and the step verdicts' after the test had read them (none of the history yet)."""
+        wait_for(lambda: all(s.get_publisher_count() >= 1 for s in self._subs), 30,
+                 "the oracle node's publishers")
+        wait_for(lambda: self.steps, 30, "the starting statuses")
 
 
 def _start_oracle(processes: Processes, ns: str, oracle: Path | None) -> None:
@@ -71,6 +81,7 @@ def test_live_verdicts_equal_oracle_check(
 
     listener = Listener(ros_node, namespace)
     _start_oracle(processes, namespace, oracle)
+    listener.matched()
     _play(processes, namespace, trace)
     reply = call_service(ros_node, Trigger, f"{namespace}/oracle_node/finish", Trigger.Request())
     assert reply.success, reply.message
@@ -99,6 +110,7 @@ def test_passing_task_publishes_verdict_without_finish(
 ) -> None:
     listener = Listener(ros_node, namespace)
     _start_oracle(processes, namespace, ORACLES / "libero10_stove_moka.json")
+    listener.matched()
     _play(processes, namespace, TRACES / "stove_moka_pass.jsonl")
     task_msg = wait_for(lambda: listener.tasks and listener.tasks[-1], what="task verdict")
     assert task_msg.verdict == "pass" and task_msg.failed_step == ""
