@@ -47,8 +47,13 @@ def test_live_run_recorded_and_replayed_gives_identical_report(
         "-p", f"output:={bag}", "-p",
         f"topics:=['{namespace}/world_state', '{namespace}/oracle/step_verdicts', "
         f"'{namespace}/oracle/task_verdict']", "-p", "discovery_period:=0.05")
-    wait_for(lambda: "recording" in processes.log("recorder") and
-             ros_node.count_subscribers(f"{namespace}/world_state") >= 1, what="recorder up")
+    # the recorder subscribes to each topic as it appears: the verdict topics' (the test's
+    # own task-verdict subscription besides) before the trace plays, or it may miss them
+    wait_for(lambda: "recording" in processes.log("recorder")
+             and ros_node.count_subscribers(f"{namespace}/world_state") >= 1
+             and ros_node.count_subscribers(f"{namespace}/oracle/step_verdicts") >= 1
+             and ros_node.count_subscribers(f"{namespace}/oracle/task_verdict") >= 2,
+             timeout=30, what="recorder up on every topic")
     player = processes.start(
         "player", "mango.nodes.trace_player", "-r", f"__ns:={namespace}",
         "-p", f"trace_file:={TRACE}", "-p", f"topic:={namespace}/world_state",
