@@ -48,8 +48,8 @@ class Listener:
                                      10)]
 
     def matched(self) -> None:
-        """Until each topic has met the oracle node's publisher and the starting statuses came.
-        Fast DDS matches each pair of endpoints on its own: in CI the task verdict's came in
+        """Wait until each topic has met the oracle node's publisher and the starting statuses
+        came. Fast DDS matches each pair of endpoints on its own: in CI the task verdict's came in
         time and the step verdicts' after the test had read them (none of the history yet)."""
         wait_for(lambda: all(s.get_publisher_count() >= 1 for s in self._subs), 30,
                  "the oracle node's publishers")
