@@ -396,9 +396,7 @@ class PrimitiveExecutor:
             fx = fixture_of(anchor, self.known_fixtures(m.world))
             assert held.detection is not None
             if fx is None:
-                key = anchor.entity_id or anchor.phrase
-                occupants = inside_box(anchor, [d for d in self._others_seen(held)
-                                                if (d.entity_id or d.phrase) != key])
+                occupants = inside_box(anchor, self._others_seen(held, anchor))
                 half = (held.detection.size[0] / 2, held.detection.size[1] / 2)
                 return container_target(anchor, occupants=occupants, held_half=half,
                                         base=self.area.base, frame=self.last_frame,
@@ -410,9 +408,7 @@ class PrimitiveExecutor:
             return fixture_release(fx, radius, self.area.base), anchor
         if req.kind == "on":
             assert anchor is not None and held.detection is not None
-            key = anchor.entity_id or anchor.phrase
-            occupants = standing_on(anchor, [d for d in self._others_seen(held)
-                                             if (d.entity_id or d.phrase) != key])
+            occupants = standing_on(anchor, self._others_seen(held, anchor))
             half = (held.detection.size[0] / 2, held.detection.size[1] / 2)
             return surface_target(anchor, self.last_frame, occupants, half,
                                   self.area.base), anchor
@@ -426,12 +422,16 @@ class PrimitiveExecutor:
         radius = math.hypot(major, minor) / 2
         return empty_space_target(self.area, obstacles, radius, anchor, req.side), anchor
 
-    def _others_seen(self, held: GraspOutcome) -> list[Detection]:
-        """Every scene entity but the held one, looked for now: seen now, or seen before and
-        hidden now (by the arm holding this object, often)."""
+    def _others_seen(self, held: GraspOutcome, anchor: Detection | None = None
+                     ) -> list[Detection]:
+        """Every scene entity but the held one (and the `anchor`, when given), looked for
+        now: seen now, or seen before and hidden now (by the arm holding this object,
+        often)."""
         self.detect(obstacle_phrases(self.scene, held.entity_id))
         held_key = held.entity_id or (held.detection.phrase if held.detection else None)
-        return [d for k, d in self.seen.items() if k != held_key]
+        anchor_key = (anchor.entity_id or anchor.phrase) if anchor is not None else None
+        return [d for k, d in self.seen.items()
+                if k != held_key and (d.entity_id or d.phrase) != anchor_key]
 
     def place(self, req: PlaceRequest, object_phrase: str | None = None) -> PlaceOutcome:
         self._rows_total = self._rows_done = 0
