@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import rclpy
 from rclpy.node import Node
 
@@ -59,3 +61,22 @@ def test_a_callback_bug_while_running_is_still_reported(capfd) -> None:
     run_node(lambda: _StopsThenRaises(then_stop=False), [], threads=1)
     err = capfd.readouterr().err
     assert "a callback raised (the node carries on)" in err and "Unable to convert" in err
+
+
+class _RaisesThenStops(Node):
+    """The stop's shutdown is still under way when the invalid handle raises: the context
+    says ok for a moment longer (CI: a bringup's Ctrl-C printed robot_state_publisher's
+    take_message traceback as a callback's bug)."""
+
+    def __init__(self) -> None:
+        super().__init__("raises_then_stops")
+        self.create_timer(0.01, self._tick)
+
+    def _tick(self) -> None:
+        threading.Timer(0.1, rclpy.shutdown).start()
+        raise RuntimeError("Unable to convert call argument '0' to Python object")
+
+
+def test_an_invalid_handle_just_before_the_context_stops_is_the_stop(capfd) -> None:
+    run_node(_RaisesThenStops, [], threads=1)
+    assert "a callback raised" not in capfd.readouterr().err
