@@ -3,9 +3,9 @@ tasks with exactly their parameters, valued by scene ids, and a monitor's `handl
 to the scene's predicates and ids (`expression_pattern`). A server that enforces the schema
 then cannot let a model write what Qwen2.5-Coder-1.5B wrote on LIBERO before it had these
 (an unknown predicate `turned_on`, an id `drawer_1`, `close` of a cabinet's side region, which
-has no joint); and
-the schema is no narrower than what a good oracle needs. Validation here is `jsonschema`'s,
-not ours."""
+has no joint; `on(moka_pot_1, flat_stove_1)` where the stove has a cooking region; a step
+with neither actions nor steps); and the schema is no narrower than what a good oracle
+needs. Validation here is `jsonschema`'s, not ours."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import jsonschema
 import pytest
 
 from mango.generation.engine import load_function_library
-from mango.generation.models import expression_pattern, grounded_candidate_schema
+from mango.generation.models import SceneTask, expression_pattern, grounded_candidate_schema
+from mango.generation.pipeline import module3_schema
 from mango.generation.reliability import predicate_arguments
 from mango.oracle.expr import parse_expression
 
@@ -26,10 +27,8 @@ def _pattern(scene, catalog) -> str:
 
 
 def _schema(lib, scene, catalog) -> dict:
-    return grounded_candidate_schema(
-        scene, {t.id: t.parameters for t in lib.atomic_library.atomic_library},
-        [o.id for o in lib.oracle_library.atomic_oracle_library],
-        predicate_arguments(scene, catalog)).model_json_schema()
+    return module3_schema(catalog, scene.id, scene, lib.atomic_library,
+                          lib.oracle_library).model_json_schema()
 
 
 def _drawer(scenes):
@@ -57,8 +56,10 @@ def _first_action(oracle: dict) -> dict:
     lambda a: a["monitoring"][0].update({"handle_as": "turned_on(flat_stove_1)"}),
     lambda a: a["monitoring"][0].update({"handle_as": "close(white_cabinet_1_top_side)"}),
     lambda a: a["monitoring"][0].update({"oracle_id": "made_up"}),
+    lambda a: a["monitoring"][0].update({"handle_as": "in(akita_black_bowl_1, white_cabinet_1)"}),
 ], ids=["invented id", "extra parameter", "missing parameter", "unknown task",
-        "unknown predicate", "id inside an expression", "unknown oracle"])
+        "unknown predicate", "id inside an expression", "unknown oracle",
+        "a fixture for its region"])
 def test_what_the_scene_or_library_lacks_does_not_fit(offline_libero, libero_scenes, change):
     lib, runs, pipe = offline_libero
     index = libero_scenes.task_objects.index(_drawer(libero_scenes))
@@ -103,3 +104,78 @@ def test_without_libraries_the_schema_is_the_plain_oracle(libero_scenes):
     assert bare["$defs"]["ActionNode"]["properties"]["action_id"] == {
         "title": "Action Id", "type": "string"}
     assert "pattern" not in bare["$defs"]["Monitor"]["properties"]["handle_as"]
+
+
+def _moka_scene() -> SceneTask:
+    """A LIBERO kitchen as `mango bddl import` reads one (ids and kinds of KITCHEN_SCENE3,
+    LIVING_ROOM_SCENE1 and KITCHEN_SCENE10): a stove with a cooking region, a basket with its
+    inside, a cabinet with a drawer and a top side, a table with placement regions."""
+    kinds = {"kitchen_table": "surface", "flat_stove_1": "fixture", "moka_pot_1": "object",
+             "plate_1": "object", "basket_1": "object", "basket_1_contain_region": "region",
+             "flat_stove_1_cook_region": "region", "kitchen_table_plate_init_region": "region",
+             "wooden_cabinet_1": "fixture", "wooden_cabinet_1_top_region": "region",
+             "wooden_cabinet_1_top_side": "region"}
+    movable = ["moka_pot_1", "plate_1", "basket_1"]
+    return SceneTask(id="put the moka pot on the stove", objects=movable,
+                     states=[i for i in kinds if i not in movable], kinds=kinds)
+
+
+def test_where_a_thing_has_regions_a_place_names_the_region():
+    """The stove, the basket and the cabinet have regions of their own: `in`/`on` (and so
+    place_in's and place_on's targets) take those, not the fixture; a table's placement
+    regions do not keep "on the table" from the table. `in` takes only what one can be
+    inside, `on` what one can stand on; a cabinet's drawer is the joint, not the cabinet;
+    no id is of a kind the static check refuses (what Qwen2.5-Coder-1.5B wrote once these
+    rules were in place: `in(akita_black_bowl_1, kitchen_table)`)."""
+    _, catalog = load_function_library(None)
+    args = {k: set(v) for k, v in predicate_arguments(_moka_scene(), catalog).items()}
+    for pred in ("in", "on"):
+        assert {"flat_stove_1", "basket_1", "wooden_cabinet_1"}.isdisjoint(args[pred])
+        assert {"plate_1", "moka_pot_1"} <= args[pred]
+    assert "kitchen_table" in args["on"]
+    assert "kitchen_table" not in args["in"]  # the static check's kinds: a surface holds none
+    assert {"basket_1_contain_region", "wooden_cabinet_1_top_region"} <= args["in"]
+    assert {"flat_stove_1_cook_region", "wooden_cabinet_1_top_side",
+            "kitchen_table_plate_init_region"}.isdisjoint(args["in"])
+    assert {"flat_stove_1_cook_region", "wooden_cabinet_1_top_side",
+            "kitchen_table_plate_init_region"} <= args["on"]
+    assert {"basket_1_contain_region", "wooden_cabinet_1_top_region"}.isdisjoint(args["on"])
+    assert args["close"] == args["open"] == {"wooden_cabinet_1_top_region"}
+    assert "flat_stove_1" in args["near"]  # the hand may still go to the stove
+    pattern = re.compile(expression_pattern(predicate_arguments(_moka_scene(), catalog)))
+    assert pattern.fullmatch("on(moka_pot_1, flat_stove_1_cook_region)")
+    for text in ("on(moka_pot_1, flat_stove_1)", "in(moka_pot_1, wooden_cabinet_1_top_side)",
+                 "close(wooden_cabinet_1)"):
+        assert pattern.fullmatch(text) is None, text
+
+
+def test_a_parameter_takes_what_its_predicates_take(offline_libero):
+    lib, _, pipe = offline_libero
+    scene = _moka_scene()
+    schema = module3_schema(pipe.catalog, scene.id, scene, lib.atomic_library,
+                            lib.oracle_library).model_json_schema()
+    actions = {a["properties"]["action_id"]["const"]: a["properties"]["parameters"]["properties"]
+               for a in schema["$defs"]["ActionNode"]["anyOf"]}
+
+    def ids(task, name):
+        return set(schema["$defs"][actions[task][name]["$ref"].rsplit("/", 1)[1]]["enum"])
+
+    assert "flat_stove_1_cook_region" in ids("place_on", "target_id")
+    assert "flat_stove_1" not in ids("place_on", "target_id")
+    assert "flat_stove_1" in ids("turn_on", "device_id")
+    assert ids("turn_on", "device_id") == {"flat_stove_1"}  # nothing else switches
+
+
+@pytest.mark.parametrize("step", [{"step": 1}, {"step": 1, "actions": []},
+                                  {"step": 1, "steps": []}],
+                         ids=["neither", "no action", "no sub-step"])
+def test_a_step_holds_actions_or_steps(offline_libero, libero_scenes, step):
+    """What Qwen2.5-Coder-1.5B wrote for "turn on the stove and put the moka pot on it"
+    before the grammar had this: a step whose only member was an empty sub-step."""
+    lib, runs, pipe = offline_libero
+    scene = _drawer(libero_scenes)
+    schema = _schema(lib, scene, pipe.catalog)
+    oracle = runs[libero_scenes.task_objects.index(scene)].oracle.to_json_dict()
+    bad = {**oracle, "plan": [*oracle["plan"], step]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)

@@ -14,6 +14,8 @@ from mango.generation.models import (
     HackerReport,
     JudgeVerdict,
     OracleCandidate,
+    SceneTask,
+    grounded_candidate_schema,
 )
 from mango.generation.offline.planner import OfflinePlanner
 from mango.generation.prompts import build_messages
@@ -56,17 +58,28 @@ def test_offline_planner_refuses_unknown_tasks():
 def test_what_a_run_shares_comes_before_what_each_task_changes():
     """Two module III prompts of one run (same libraries, other instruction and scene) share
     everything up to the per-task inputs, so a llama.cpp server evaluates only those again
-    (its prompt cache keeps the longest common prefix)."""
+    (its prompt cache keeps the longest common prefix). The answer schemas are grounded on
+    each scene, so their ids must not be in the prompt's text: the server's grammar holds
+    the model to them (on a LIBERO scene they were ~2k tokens that no call could reuse)."""
     libs = {"functions": {"in": {"arguments": ["a", "b"]}},
             "atomic_library": [{"id": "pick_up", "parameters": ["obj_id"]}],
             "atomic_oracle_library": [{"task_id": "pick_up", "oracle": "grasped(obj_id)"}]}
+
+    def schema(objects):
+        scene = SceneTask(id="x", objects=objects)
+        return grounded_candidate_schema(scene, {"pick_up": ["obj_id"]}, ["pick_up"],
+                                         {"grasped": objects}, 2)
+
     first = build_messages("module3.generate", {
         **libs, "instruction": "put the cup in the bowl",
-        "scene": {"id": "a", "objects": ["cup_1"]}}, OracleCandidate)
+        "scene": {"id": "a", "objects": ["cup_1"]}}, schema(["cup_1"]))
     second = build_messages("module3.generate", {
         **libs, "instruction": "open the drawer", "scene": {"id": "b", "objects": ["drawer_1"]}},
-        OracleCandidate)
+        schema(["drawer_1"]))
     assert first[0] == second[0]
+    assert "cup_1" not in first[0]["content"]  # the grounded schema's enums stay out
+    assert json.loads(first[0]["content"].rsplit("\n", 1)[1]) == json.loads(
+        build_messages("module3.generate", {}, OracleCandidate)[0]["content"].rsplit("\n", 1)[1])
     a, b = first[1]["content"], second[1]["content"]
     shared = next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
     for text in ("pick_up", "grasped(obj_id)", '"in"'):

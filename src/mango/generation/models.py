@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -140,10 +140,13 @@ MAX_MONITORS_PER_ACTION = 3
 
 def grounded_candidate_schema(scene: SceneTask, tasks: dict[str, list[str]],
                               oracle_ids: list[str], arguments: dict[str, list[str]] | None = None,
-                              max_steps: int | None = None) -> type[OracleCandidate]:
+                              max_steps: int | None = None,
+                              parameter_ids: dict[str, dict[str, list[str]]] | None = None,
+                              ) -> type[OracleCandidate]:
     """`OracleCandidate` whose JSON schema names only what exists: an action is one of the
     library's atomic `tasks` (id → parameter names) with exactly its parameters, each valued
-    by a scene id (its entities and the robot's parts); oracle ids are the oracle library's;
+    by a scene id (its entities and the robot's parts, or the ids `parameter_ids` gives
+    that task's parameter); oracle ids are the oracle library's;
     a monitor's `handle_as` is held to `expression_pattern` over the predicates and the ids
     each may take (`arguments`). A server that enforces the schema (llama.cpp's grammar) then
     cannot let a model invent an id, a parameter or a predicate; answers validate exactly as
@@ -162,11 +165,27 @@ def grounded_candidate_schema(scene: SceneTask, tasks: dict[str, list[str]],
         monitor["handle_as"] = {"type": "string", "pattern": expression_pattern(arguments)}
     if max_steps:
         schema["properties"]["plan"]["maxItems"] = max_steps
-    defs["StepNode"]["properties"]["actions"]["anyOf"][0]["maxItems"] = MAX_ACTIONS_PER_STEP
+    step = defs["StepNode"]["properties"]
+    # a step holds actions or steps, never both or neither (the model's rule, as a grammar)
+    defs["StepNode"] = {"title": "StepNode", "anyOf": [
+        {"type": "object", "additionalProperties": False, "required": ["step", key],
+         "properties": {"step": step["step"], "execution_mode": step["execution_mode"],
+                        key: {**step[key]["anyOf"][0], "minItems": 1}}}
+        for key in ("actions", "steps")]}
+    defs["StepNode"]["anyOf"][0]["properties"]["actions"]["maxItems"] = MAX_ACTIONS_PER_STEP
     defs["ActionNode"]["properties"]["monitoring"]["maxItems"] = MAX_MONITORS_PER_ACTION
     if tasks:
         monitoring = defs["ActionNode"]["properties"]["monitoring"]
         defs["SceneId"] = {"type": "string", "enum": ids}  # once, however many parameters
+        names_of: dict[tuple[str, ...], str] = {tuple(ids): "SceneId"}
+
+        def ref(task: str, name: str) -> dict[str, str]:
+            allowed = tuple(sorted((parameter_ids or {}).get(task, {}).get(name) or ids))
+            if allowed not in names_of:
+                names_of[allowed] = f"SceneId{len(names_of)}"
+                defs[names_of[allowed]] = {"type": "string", "enum": list(allowed)}
+            return {"$ref": f"#/$defs/{names_of[allowed]}"}
+
         defs["ActionNode"] = {"title": "ActionNode", "anyOf": [
             {"type": "object", "additionalProperties": False,
              "required": ["action_id", "parameters", "monitoring"],
@@ -175,11 +194,15 @@ def grounded_candidate_schema(scene: SceneTask, tasks: dict[str, list[str]],
                  "parameters": {
                      "type": "object", "additionalProperties": False,
                      "required": list(dict.fromkeys(names)),
-                     "properties": {n: {"$ref": "#/$defs/SceneId"} for n in names}},
+                     "properties": {n: ref(task, n) for n in names}},
                  "monitoring": monitoring}}
             for task, names in sorted(tasks.items())]}
 
     class GroundedOracleCandidate(OracleCandidate):
+        # what a prompt shows: the enums change with every scene, and a prompt that starts
+        # with them shares no prefix with the last one (a server's grammar holds to them)
+        prompt_model: ClassVar[type[BaseModel]] = OracleCandidate
+
         @classmethod
         def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
             return copy.deepcopy(schema)
@@ -234,6 +257,8 @@ class PredicateInfo(_Model):
     description: str = ""
     input_arguments: list[str] = Field(default_factory=list)
     type: str = ""
+    # per argument, the scene kinds the static check accepts there (None: any)
+    argument_kinds: list[list[str] | None] | None = None
 
     @property
     def arity(self) -> int:

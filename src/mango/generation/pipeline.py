@@ -38,7 +38,7 @@ from mango.generation.models import (
     SceneTask,
     grounded_candidate_schema,
 )
-from mango.generation.reliability import plan_bound, predicate_arguments
+from mango.generation.reliability import parameter_ids, plan_bound, predicate_arguments
 from mango.llm.backend import LLMBackend
 
 log = logging.getLogger(__name__)
@@ -369,11 +369,8 @@ class MangoPipeline:
             base["atomic_library"] = _dump(atomic_library)["atomic_library"]
         if oracle_library is not None and oracle_library.atomic_oracle_library:
             base["atomic_oracle_library"] = _dump(oracle_library)["atomic_oracle_library"]
-        schema = grounded_candidate_schema(
-            scene, {t.id: t.parameters for t in atomic_library.atomic_library}
-            if atomic_library else {},
-            [o.id for o in oracle_library.atomic_oracle_library] if oracle_library else [],
-            predicate_arguments(scene, self.catalog), plan_bound(instruction, scene))
+        schema = module3_schema(self.catalog, instruction, scene, atomic_library,
+                                oracle_library)
         if self.config.ablation == "baseline":
             cand, res = self._single("module3", "module3.generate", schema, base)
         else:
@@ -387,6 +384,19 @@ class MangoPipeline:
         if cand.instruction.strip() != instruction.strip():
             cand = cand.model_copy(update={"instruction": instruction})
         return OracleRun(cand, res)
+
+
+def module3_schema(catalog: FunctionCatalog, instruction: str, scene: SceneTask,
+                   atomic_library: AtomicLibraryAnswer | None,
+                   oracle_library: AtomicOracleLibrary | None) -> type[OracleCandidate]:
+    """The answer schema module III asks with: grounded on the scene, the libraries and the
+    predicates' arguments, and bounded by the instruction's reading."""
+    arguments = predicate_arguments(scene, catalog)
+    tasks = atomic_library.atomic_library if atomic_library else []
+    oracles = oracle_library.atomic_oracle_library if oracle_library else []
+    return grounded_candidate_schema(
+        scene, {t.id: t.parameters for t in tasks}, [o.id for o in oracles], arguments,
+        plan_bound(instruction, scene), parameter_ids(tasks, oracles, arguments))
 
 
 def make_pipeline(

@@ -118,8 +118,14 @@ def _strip_titles(node: Any) -> Any:
 
 
 def _schema_hint(schema: type[BaseModel]) -> str:
-    """The answer's JSON schema without titles (small models have small contexts)."""
-    return json.dumps(_strip_titles(schema.model_json_schema()), separators=(",", ":"))
+    """The answer's JSON schema without titles (small models have small contexts). A schema
+    grounded on one scene names the plain model it narrows (`prompt_model`): its ids are
+    in the request's scene, a server that takes the schema enforces them, and a system
+    message without them is the same for every task of a run, so a llama.cpp server
+    evaluates it once (a LIBERO scene's enums and id patterns were ~2k tokens per call).
+    A server that cannot take the schema gets the grounded one as a note instead."""
+    shown = getattr(schema, "prompt_model", schema)
+    return json.dumps(_strip_titles(shown.model_json_schema()), separators=(",", ":"))
 
 
 def build_messages(

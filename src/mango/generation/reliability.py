@@ -15,7 +15,13 @@ from typing import Any
 
 from mango.errors import InputError
 from mango.generation import engine
-from mango.generation.models import AssessorReport, FunctionCatalog, SceneTask
+from mango.generation.models import (
+    AssessorReport,
+    AtomicOracle,
+    AtomicTask,
+    FunctionCatalog,
+    SceneTask,
+)
 from mango.generation.offline.grounding import ground_instruction
 from mango.generation.offline.matching import Grounder
 from mango.oracle.world_state import ROBOT_PARTS
@@ -37,18 +43,73 @@ class ReliabilityResult:
 
 
 def predicate_arguments(scene: SceneTask, catalog: FunctionCatalog) -> dict[str, list[str]]:
-    """Each predicate of `catalog` → the ids the dry run below evaluates it on: a
-    `joint_or_fixture` argument takes what has a joint, a `device` what can be switched, any
-    other every entity and robot part. Module III's answer schema holds the model to these."""
+    """Each predicate of `catalog` → the ids the dry run below evaluates it on, which module
+    III's answer schema holds the model to. A `joint_or_fixture` argument takes what has a
+    joint, but not a fixture whose drawers are joints of their own (close the top drawer, not
+    "the cabinet"); a `device` what can be switched. Where a thing goes (`in`'s container,
+    `on`'s support) is never a thing with regions of its own but a surface (the stove's
+    cooking region, not the stove; the basket's inside, not the basket; a table's placement
+    regions do not stop "on the table"): the prompt's rule "where a predicate needs a region
+    use the region id". `in` takes no region one cannot be inside (a top side, a spot on the
+    table), `on` none one is inside (a drawer, a compartment). LIBERO's goals, all 130, keep
+    to these; any other argument takes every entity and robot part. None of them is a kind
+    the static check refuses at every position (a table as `in`'s container)."""
     g = Grounder(scene)
-    every = [*scene.entities(), *ROBOT_PARTS]
-    by_kind = {"joint_or_fixture": [e for e in scene.entities() if g.is_closable(e)],
-               "device": [e for e in scene.entities() if g.is_switchable(e)]}
+    entities = scene.entities()
+    every = [*entities, *ROBOT_PARTS]
+    with_places = {e for e in entities if g.kind(e) != "surface"
+                   and any(g.is_region(c) for c in g.children(e))}
+    closable = [e for e in entities if g.is_closable(e)]
+    joints = [e for e in closable if not any(c in closable for c in g.children(e))]
+    by_kind = {
+        "joint_or_fixture": joints,
+        "device": [e for e in entities if g.is_switchable(e)],
+        "container_object": [e for e in every if e not in with_places
+                             and not (g.is_region(e) and not g.is_inner(e))],
+        "support_surface": [e for e in every if e not in with_places
+                            and not (g.is_region(e) and g.is_inner(e))],
+    }
+    have = engine.scene_entities(scene)
     out: dict[str, list[str]] = {}
     for name, info in catalog.predicates.items():
-        args = set(info.input_arguments)
-        kind = next(iter(args)) if len(args) == 1 else ""
-        out[name] = by_kind.get(kind, every)
+        kinds = [by_kind[a] for a in info.input_arguments if a in by_kind]
+        out[name] = [e for e in (kinds[-1] if kinds else every)
+                     if _kind_fits(have.kinds_of(e), info.argument_kinds)]
+    return out
+
+
+def _kind_fits(have: frozenset[str] | None, accepted: list[list[str] | None] | None) -> bool:
+    """The static check's argument-kind rule, at any of the predicate's positions (the
+    schema's pattern gives a predicate one set of ids)."""
+    if accepted is None or have is None:
+        return True
+    return any(a is None or have & set(a) for a in accepted)
+
+
+def parameter_ids(tasks: list[AtomicTask], oracles: list[AtomicOracle],
+                  arguments: dict[str, list[str]]) -> dict[str, dict[str, list[str]]]:
+    """Each atomic task's parameters → the ids it may take: those every predicate it is an
+    argument of (in the task's conditions and its correctness oracle) takes, so an answer
+    that names the stove as place_on's target cannot be written any more than a `handle_as`
+    `on(pot, stove)` can. A parameter no predicate names, or whose predicates share no id,
+    takes every id of `arguments`' union."""
+    every = sorted({i for ids in arguments.values() for i in ids})
+    checks = {o.id: o.correctness_oracle for o in oracles}
+    out: dict[str, dict[str, list[str]]] = {}
+    for task in tasks:
+        allowed: dict[str, set[str]] = {}
+        for text in [*task.pre_conditions, *task.post_conditions, checks.get(task.id, "")]:
+            try:
+                atoms = list(engine.iter_atoms(engine.parse_expression(text))) if text else []
+            except InputError:
+                continue
+            for atom in atoms:
+                ids = arguments.get(atom.predicate)
+                for arg in atom.args:
+                    if ids is not None and arg in task.parameters:
+                        allowed[arg] = allowed.get(arg, set(ids)) & set(ids)
+        out[task.id] = {p: sorted(allowed[p]) if allowed.get(p) else every
+                        for p in task.parameters}
     return out
 
 

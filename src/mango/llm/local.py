@@ -28,9 +28,11 @@ from pydantic import BaseModel
 from mango.errors import InputError
 from mango.llm.backend import AgentCall, BackendError
 
-# Tokens of context. Module III's request on a LIBERO scene is ~4.1k tokens once llama.cpp has
-# put the answer's JSON schema (the scene's ids, the library's tasks) into the prompt, past
-# the old 4096; Qwen2.5 takes 32k, and 8192 costs the 1.5B model ~0.2 GB of KV cache.
+# Tokens of context. Module III's request on a LIBERO scene is ~2k tokens, but a request whose
+# prompt carries a grounded answer schema (the scene's ids and the library's tasks as text,
+# as module III's once did) reaches ~4.1k, past the old 4096, and a refinement adds the
+# candidate and the reports; Qwen2.5 takes 32k, and 8192 costs the 1.5B model ~0.2 GB of KV
+# cache.
 DEFAULT_CTX = 8192
 
 log = logging.getLogger(__name__)
