@@ -24,6 +24,7 @@ from mango.generation.models import (
 )
 from mango.generation.offline.grounding import ground_instruction
 from mango.generation.offline.matching import Grounder
+from mango.oracle.static_check import kind_accepted
 from mango.oracle.world_state import ROBOT_PARTS
 
 ASPECT = "execution_reliability"
@@ -73,17 +74,11 @@ def predicate_arguments(scene: SceneTask, catalog: FunctionCatalog) -> dict[str,
     out: dict[str, list[str]] = {}
     for name, info in catalog.predicates.items():
         kinds = [by_kind[a] for a in info.input_arguments if a in by_kind]
+        # the static check's rule at any position (the pattern gives a predicate one id set)
         out[name] = [e for e in (kinds[-1] if kinds else every)
-                     if _kind_fits(have.kinds_of(e), info.argument_kinds)]
+                     if info.argument_kinds is None
+                     or any(kind_accepted(have.kinds_of(e), a) for a in info.argument_kinds)]
     return out
-
-
-def _kind_fits(have: frozenset[str] | None, accepted: list[list[str] | None] | None) -> bool:
-    """The static check's argument-kind rule, at any of the predicate's positions (the
-    schema's pattern gives a predicate one set of ids)."""
-    if accepted is None or have is None:
-        return True
-    return any(a is None or have & set(a) for a in accepted)
 
 
 def parameter_ids(tasks: list[AtomicTask], oracles: list[AtomicOracle],
@@ -92,8 +87,7 @@ def parameter_ids(tasks: list[AtomicTask], oracles: list[AtomicOracle],
     argument of (in the task's conditions and its correctness oracle) takes, so an answer
     that names the stove as place_on's target cannot be written any more than a `handle_as`
     `on(pot, stove)` can. A parameter no predicate names, or whose predicates share no id,
-    takes every id of `arguments`' union."""
-    every = sorted({i for ids in arguments.values() for i in ids})
+    is left out (the schema gives it every scene id)."""
     checks = {o.id: o.correctness_oracle for o in oracles}
     out: dict[str, dict[str, list[str]]] = {}
     for task in tasks:
@@ -108,8 +102,7 @@ def parameter_ids(tasks: list[AtomicTask], oracles: list[AtomicOracle],
                 for arg in atom.args:
                     if ids is not None and arg in task.parameters:
                         allowed[arg] = allowed.get(arg, set(ids)) & set(ids)
-        out[task.id] = {p: sorted(allowed[p]) if allowed.get(p) else every
-                        for p in task.parameters}
+        out[task.id] = {p: sorted(ids) for p, ids in allowed.items() if ids}
     return out
 
 

@@ -246,6 +246,11 @@ def _check_expression(
     return out
 
 
+def kind_accepted(have: Iterable[str] | None, accepted: Iterable[str] | None) -> bool:
+    """An argument of kinds `have` fits a position accepting `accepted` (None: unknown, any)."""
+    return accepted is None or have is None or bool(set(have) & set(accepted))
+
+
 def _check_atom(
     atom: Atom, library: FunctionLibrary, scene: SceneEntities | None
 ) -> list[tuple[ProblemKind, str]]:
@@ -272,7 +277,7 @@ def _check_atom(
             continue
         accepted = spec.argument_kinds[i]
         have = scene.kinds_of(arg)
-        if accepted is None or have is None or have & set(accepted):
+        if kind_accepted(have, accepted):
             continue
         out.append(
             (
