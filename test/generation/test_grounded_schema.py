@@ -10,7 +10,9 @@ needs. Validation here is `jsonschema`'s, not ours."""
 from __future__ import annotations
 
 import copy
+import json
 import re
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -20,6 +22,8 @@ from mango.generation.models import SceneTask, expression_pattern, grounded_cand
 from mango.generation.pipeline import module3_schema
 from mango.generation.reliability import predicate_arguments
 from mango.oracle.expr import parse_expression
+
+LIBERO_SCENES = Path(__file__).resolve().parents[2] / "test/data/llm/libero_qwen1.5b/scenes"
 
 
 def _pattern(scene, catalog) -> str:
@@ -147,6 +151,37 @@ def test_where_a_thing_has_regions_a_place_names_the_region():
     for text in ("on(moka_pot_1, flat_stove_1)", "in(moka_pot_1, wooden_cabinet_1_top_side)",
                  "close(wooden_cabinet_1)"):
         assert pattern.fullmatch(text) is None, text
+
+
+def test_the_spot_a_thing_starts_on_is_named_by_the_thing():
+    """Where the layout starts the plate in a table region, "on the plate" is plate_1 and
+    not that region (Qwen2.5-Coder-1.5B wrote `on(mug, living_room_table_plate_left_region)`
+    for "the left plate", the region LIBERO's LIVING_ROOM_SCENE5 starts plate_1 in); a
+    region nobody starts in, and an inside something starts in, stay places."""
+    _, catalog = load_function_library(None)
+    scene = _moka_scene()
+    scene.layout = {"plate_1": {"on": "kitchen_table_plate_init_region"},
+                    "moka_pot_1": {"on": "wooden_cabinet_1_top_region", "relation": "in"}}
+    scene = SceneTask.model_validate(scene.model_dump())
+    args = {k: set(v) for k, v in predicate_arguments(scene, catalog).items()}
+    assert "kitchen_table_plate_init_region" not in args["on"]
+    assert {"plate_1", "flat_stove_1_cook_region"} <= args["on"]
+    assert "wooden_cabinet_1_top_region" in args["in"]
+
+
+def test_every_libero_goal_fits_the_schema_of_its_scene():
+    """All 130 LIBERO tasks, as `mango bddl import` read them (the scenes of the recorded
+    local-model run): each goal atom matches its scene's expression pattern, so the schema
+    never keeps a model from writing what LIBERO checks."""
+    _, catalog = load_function_library(None)
+    files = sorted(LIBERO_SCENES.glob("*.json"))
+    assert len(files) == 130
+    for path in files:
+        data = json.loads(path.read_text())
+        scene = SceneTask.model_validate(data["task_objects"][0])
+        pattern = re.compile(_pattern(scene, catalog))
+        for atom in data["goal_atoms"]:
+            assert pattern.fullmatch(atom), (path.name, atom)
 
 
 def test_a_parameter_takes_what_its_predicates_take(offline_libero):

@@ -85,3 +85,48 @@ def test_what_a_run_shares_comes_before_what_each_task_changes():
     for text in ("pick_up", "grasped(obj_id)", '"in"'):
         assert a.index(text) < shared  # every library is inside the common prefix
     assert a.index("put the cup in the bowl") >= shared
+
+
+def test_module3_tells_the_model_which_of_alike_things_is_which():
+    """Module III's request carries, beside the scene, the words that tell alike things
+    apart ("the left plate"), after the part a run shares; the offline reader, which reads
+    the scene itself, gets the scene unchanged. The examples in the shared part show both a
+    place in a region and a place on an object."""
+    from mango.generation.engine import load_function_library
+    from mango.generation.pipeline import GenerationConfig, make_pipeline
+    from mango.generation.prompts import read_messages
+    from mango.llm.backend import BackendError
+
+    calls = []
+
+    class Capture:
+        name = "capture"
+
+        def model_for(self, role):
+            return "capture"
+
+        def complete(self, call, schema):
+            calls.append(call)
+            raise BackendError("captured")
+
+    scene = SceneTask.model_validate({
+        "id": "put the cup on the left plate", "objects": ["cup_1", "plate_1", "plate_2"],
+        "states": ["table"], "kinds": {"table": "surface"},
+        "descriptions": {"cup_1": "cup", "plate_1": "plate", "plate_2": "plate"},
+        "layout": {"plate_1": {"on": "table", "position": [0.0, -0.3]},
+                   "plate_2": {"on": "table", "position": [0.0, 0.3]},
+                   "cup_1": {"on": "table", "position": [0.1, 0.0]}}})
+    library, catalog = load_function_library(None)
+    pipe = make_pipeline(Capture(), catalog, GenerationConfig(ablation="baseline"),
+                         library=library)
+    with pytest.raises(BackendError):
+        pipe.module3(scene.id, scene, None, None)
+    call = calls[0]
+    assert call.context["layout_words"] == {"plate_1": "the left plate",
+                                            "plate_2": "the right plate"}
+    assert call.context["scene"] == scene.model_dump(mode="json", exclude_defaults=True)
+    user = call.messages[1]["content"]
+    assert user.index('"the left plate"') > user.index("## Scene")
+    assert read_messages(call.messages)[1]["layout_words"] == call.context["layout_words"]
+    head = user[:user.index("## ")]
+    assert '"action_id":"place_in"' in head and '"action_id":"place_on"' in head

@@ -38,6 +38,8 @@ from mango.generation.models import (
     SceneTask,
     grounded_candidate_schema,
 )
+from mango.generation.offline.matching import Grounder
+from mango.generation.offline.references import layout_words
 from mango.generation.reliability import parameter_ids, plan_bound, predicate_arguments
 from mango.llm.backend import LLMBackend
 
@@ -363,6 +365,7 @@ class MangoPipeline:
         base: dict[str, Any] = {
             "instruction": instruction,
             "scene": scene_context(scene),
+            "layout_words": layout_words(Grounder(scene), scene.descriptions),
             "functions": functions_context(self.catalog),
         }
         if atomic_library is not None and atomic_library.atomic_library:

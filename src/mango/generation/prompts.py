@@ -84,7 +84,18 @@ _ORACLE_EXAMPLE = """Example of the answer's form (another scene; use only ids o
 "handle_as":"grasped(soup_1) and up(soup_1)"}]},{"action_id":"place_in","parameters":\
 {"obj_id":"soup_1","target_id":"basket_1_contain_region"},"monitoring":[{"oracle_id":\
 "place_in","handle_as":"in(soup_1, basket_1_contain_region) and not grasped(soup_1)"}]}]},\
-{"step":2,"execution_mode":"sequential","actions":["... the same for sauce_1 ..."]}]}"""
+{"step":2,"execution_mode":"sequential","actions":["... the same for sauce_1 ..."]}]}
+Another (a scene whose alike cups are told apart as "the left cup": cup_2, and whose table \
+has a region beside the plate): {"instruction":"place the left cup on the plate and the \
+spoon to the right of the plate","execution_mode":"any_order","plan":[{"step":1,\
+"execution_mode":"sequential","actions":[{"action_id":"pick_up","parameters":{"obj_id":\
+"cup_2"},"monitoring":[{"oracle_id":"pick_up","handle_as":"grasped(cup_2) and up(cup_2)"}]},\
+{"action_id":"place_on","parameters":{"obj_id":"cup_2","target_id":"plate_1"},"monitoring":\
+[{"oracle_id":"place_on","handle_as":"on(cup_2, plate_1) and not grasped(cup_2)"}]}]},\
+{"step":2,"execution_mode":"sequential","actions":["... pick_up spoon_1, then place_on with \
+target_id table_plate_right_region ..."]}]}
+A thing goes ON a plate or a board (place_on), IN a basket, a drawer or a compartment (place_in, \
+on its region), and beside something onto the table's region named for that side."""
 
 # context keys shown to the model, in order, with their labels. What stays the same across
 # a run's calls (the function and task libraries) comes first and what changes per task last:
@@ -97,6 +108,7 @@ _SECTIONS = [
     ("instructions", "Instructions"),
     ("instruction", "Instruction"),
     ("scene", "Scene (ids a predicate may take; descriptions say how people call them)"),
+    ("layout_words", "Alike things told apart by where they stand"),
     ("task", "Atomic task"),
     ("oracle", "Oracle under attack"),
     ("candidate", "Candidate"),

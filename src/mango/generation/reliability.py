@@ -50,24 +50,32 @@ def predicate_arguments(scene: SceneTask, catalog: FunctionCatalog) -> dict[str,
     "the cabinet"); a `device` what can be switched. Where a thing goes (`in`'s container,
     `on`'s support) is never a thing with regions of its own but a surface (the stove's
     cooking region, not the stove; the basket's inside, not the basket; a table's placement
-    regions do not stop "on the table"): the prompt's rule "where a predicate needs a region
-    use the region id". `in` takes no region one cannot be inside (a top side, a spot on the
-    table), `on` none one is inside (a drawer, a compartment). LIBERO's goals, all 130, keep
-    to these; any other argument takes every entity and robot part. None of them is a kind
-    the static check refuses at every position (a table as `in`'s container)."""
+    regions do not stop "on the table"), nor a spot on a surface that a thing starts in (the
+    thing names it: "the left plate" is the plate, not the table region it stands in): the
+    prompt's rule "where a predicate needs a region use the region id". `in` takes no region
+    one cannot be inside (a top side, a spot on the table), `on` none one is inside (a
+    drawer, a compartment). LIBERO's goals, all 130, keep to these; any other argument
+    takes every entity and robot part. None of them is a kind the static check refuses at
+    every position (a table as `in`'s container)."""
     g = Grounder(scene)
     entities = scene.entities()
     every = [*entities, *ROBOT_PARTS]
-    with_places = {e for e in entities if g.kind(e) != "surface"
-                   and any(g.is_region(c) for c in g.children(e))}
+    not_places = {e for e in entities if g.kind(e) != "surface"
+                  and any(g.is_region(c) for c in g.children(e))}
+    # the spot a thing starts on is named by the thing: "on the left plate" is plate_1, not
+    # the table region the plate stands in (no LIBERO goal names such a spot)
+    taken = {g.support(e) for e in entities} & {
+        e for e in entities if g.is_region(e) and not g.is_inner(e)
+        and g.kind(g.parent(e) or "") == "surface"}
+    not_places |= taken
     closable = [e for e in entities if g.is_closable(e)]
     joints = [e for e in closable if not any(c in closable for c in g.children(e))]
     by_kind = {
         "joint_or_fixture": joints,
         "device": [e for e in entities if g.is_switchable(e)],
-        "container_object": [e for e in every if e not in with_places
+        "container_object": [e for e in every if e not in not_places
                              and not (g.is_region(e) and not g.is_inner(e))],
-        "support_surface": [e for e in every if e not in with_places
+        "support_surface": [e for e in every if e not in not_places
                             and not (g.is_region(e) and g.is_inner(e))],
     }
     have = engine.scene_entities(scene)

@@ -202,3 +202,35 @@ class Chooser:
                 dx, dy = LEXICON.layout_directions[mod]
                 chosen = [max(chosen, key=lambda c: pos[c][0] * dx + pos[c][1] * dy)]
         return chosen if chosen != cands else None
+
+
+def layout_words(g: Grounder, descriptions: dict[str, str]) -> dict[str, str]:
+    """Entities that share a description ("black bowl", "black bowl") → how people tell
+    them apart by the layout ("the front black bowl"): the two ends of the axis they spread
+    along most, and the one between them when there are three. A small model cannot read
+    "left" off table-frame coordinates; the words come from the lexicon's directions, the
+    ones the reader resolves the same phrases with."""
+    groups: dict[str, list[str]] = {}
+    for ent, desc in descriptions.items():
+        if desc.strip():
+            groups.setdefault(" ".join(desc.lower().split()), []).append(ent)
+    word = {tuple(v): w for w, v in reversed(LEXICON.layout_directions.items())}
+    middle = "middle" if "middle" in LEXICON.middle_words else min(LEXICON.middle_words)
+    chooser = Chooser(g)
+    out: dict[str, str] = {}
+    for desc, ids in groups.items():
+        pos = chooser.positions(ids) if len(ids) > 1 else None
+        if pos is None:
+            continue
+        spread = [max(p[a] for p in pos.values()) - min(p[a] for p in pos.values())
+                  for a in (0, 1)]
+        axis = 0 if spread[0] >= spread[1] else 1
+        if spread[axis] < 0.02:  # stacked or coincident: the layout cannot tell
+            continue
+        ahead = (1, 0) if axis == 0 else (0, 1)
+        order = sorted(ids, key=lambda e: pos[e][axis])
+        ends = {order[0]: word[(-ahead[0], -ahead[1])], order[-1]: word[ahead]}
+        if len(order) == 3:
+            ends[order[1]] = middle
+        out.update({e: f"the {w} {desc}" for e, w in ends.items()})
+    return out
