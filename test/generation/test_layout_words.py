@@ -13,6 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+from pydantic import ValidationError
+
 from mango.generation.models import SceneTask
 from mango.generation.offline.matching import Grounder
 from mango.generation.offline.references import layout_words
@@ -58,3 +61,10 @@ def test_a_description_held_by_one_thing_gets_no_word_and_a_coincident_pair_none
     scene.layout["cup_3"].position = (0.05, 0.0)
     scene.layout["cup_1"].position = (0.05, 0.005)
     assert layout_words(Grounder(scene), scene.descriptions) == {}
+
+
+def test_a_position_that_is_not_a_number_is_refused_at_the_edge() -> None:
+    """A NaN would order alike things arbitrarily (every comparison with it is false)."""
+    with pytest.raises(ValidationError, match="finite number"):
+        SceneTask.model_validate({"id": "t", "objects": ["cup_1"],
+                                  "layout": {"cup_1": {"position": [float("nan"), 0.0]}}})

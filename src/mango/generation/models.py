@@ -13,7 +13,14 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    FiniteFloat,
+    ValidationError,
+    field_validator,
+)
 
 from mango import json_files
 from mango.errors import InputError, from_validation_error
@@ -281,7 +288,7 @@ class LayoutEntry(_Model):
     """Where an entity starts (commands.md §6 `layout`): table-frame x, y in metres and what it
     stands on or in, so "the left plate" or "the bowl on the cookie box" can be grounded."""
 
-    position: tuple[float, float] | None = None
+    position: tuple[FiniteFloat, FiniteFloat] | None = None  # NaN would order alike things
     on: str | None = None
     relation: Literal["on", "in"] = "on"
     frame: str | None = None

@@ -121,6 +121,13 @@ def analyse(words: list[str]) -> Reference:
     return ref
 
 
+def _main_axis(pos: dict[str, tuple[float, float]]) -> tuple[int, float]:
+    """The layout axis (0 = x, 1 = y) the entities spread along most, and that spread."""
+    spread = [max(p[a] for p in pos.values()) - min(p[a] for p in pos.values()) for a in (0, 1)]
+    axis = 0 if spread[0] >= spread[1] else 1
+    return axis, spread[axis]
+
+
 def _distance(a: tuple[float, float], b: tuple[float, float]) -> float:
     return math.hypot(a[0] - b[0], a[1] - b[1])
 
@@ -193,9 +200,7 @@ class Chooser:
         chosen = list(cands)
         for mod in modifiers:
             if mod in LEXICON.middle_words:
-                xs = [pos[c][0] for c in chosen]
-                ys = [pos[c][1] for c in chosen]
-                axis = 0 if max(xs) - min(xs) >= max(ys) - min(ys) else 1
+                axis, _ = _main_axis({c: pos[c] for c in chosen})
                 order = sorted(chosen, key=lambda c: pos[c][axis])
                 chosen = [order[len(order) // 2]]
             elif mod in LEXICON.layout_directions:
@@ -222,10 +227,8 @@ def layout_words(g: Grounder, descriptions: dict[str, str]) -> dict[str, str]:
         pos = chooser.positions(ids) if len(ids) > 1 else None
         if pos is None:
             continue
-        spread = [max(p[a] for p in pos.values()) - min(p[a] for p in pos.values())
-                  for a in (0, 1)]
-        axis = 0 if spread[0] >= spread[1] else 1
-        if spread[axis] < 0.02:  # stacked or coincident: the layout cannot tell
+        axis, spread = _main_axis(pos)
+        if spread < 0.02:  # stacked or coincident: the layout cannot tell
             continue
         ahead = (1, 0) if axis == 0 else (0, 1)
         order = sorted(ids, key=lambda e: pos[e][axis])
