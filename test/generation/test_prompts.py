@@ -128,5 +128,9 @@ def test_module3_tells_the_model_which_of_alike_things_is_which():
     user = call.messages[1]["content"]
     assert user.index('"the left plate"') > user.index("## Scene")
     assert read_messages(call.messages)[1]["layout_words"] == call.context["layout_words"]
+    # the reader's grounding of the instruction's phrases, after the layout words
+    assert call.context["referents"] == {"the cup": "cup_1", "on the left plate": "on plate_1"}
+    assert user.index('"on plate_1"') > user.index('"the left plate"')
+    assert read_messages(call.messages)[1]["referents"] == call.context["referents"]
     head = user[:user.index("## ")]
     assert '"action_id":"place_in"' in head and '"action_id":"place_on"' in head

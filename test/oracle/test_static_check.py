@@ -68,6 +68,7 @@ def test_each_problem_kind_with_its_step_path() -> None:
         "in(soup, table)",  # 1.4 argument kind: a surface is not a container
         "grasped(spoon)",  # 1.5 ungrounded
         "on(soup, stove) and turnon(soup)",  # 1.6 argument kind on the 2nd atom only
+        "grasped(soup) and in(soup, soup)",  # 1.7 a thing related to itself
         goal="in(soup, basket_region) and up(ghost)",
     )
     problems = static_check(o, FunctionLibrary.default(), SCENE)
@@ -78,6 +79,7 @@ def test_each_problem_kind_with_its_step_path() -> None:
         ("1.4", "argument_kind"),
         ("1.5", "ungrounded"),
         ("1.6", "argument_kind"),
+        ("1.7", "self_relation"),
         ("", "ungrounded"),
     ]
     assert problems[0].field == "plan[0].actions[0].monitoring[0].handle_as"
@@ -85,7 +87,8 @@ def test_each_problem_kind_with_its_step_path() -> None:
     assert problems[3].message.startswith("argument 2 of in(soup, table)")
     assert "'spoon'" in problems[4].message
     assert problems[5].action_id == "a5"
-    assert problems[6].field == "goal"
+    assert problems[6].message == "in(soup, soup) relates 'soup' to itself"
+    assert problems[7].field == "goal"
     assert all(isinstance(p.to_json(), dict) for p in problems)
 
 

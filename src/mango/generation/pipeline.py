@@ -38,9 +38,16 @@ from mango.generation.models import (
     SceneTask,
     grounded_candidate_schema,
 )
+from mango.generation.offline.grounding import ParseResult, ground_instruction
 from mango.generation.offline.matching import Grounder
 from mango.generation.offline.references import layout_words
-from mango.generation.reliability import parameter_ids, plan_bound, predicate_arguments
+from mango.generation.reliability import (
+    named_ids,
+    narrowed,
+    parameter_ids,
+    plan_bound,
+    predicate_arguments,
+)
 from mango.llm.backend import LLMBackend
 
 log = logging.getLogger(__name__)
@@ -362,10 +369,12 @@ class MangoPipeline:
         atomic_library: AtomicLibraryAnswer | None,
         oracle_library: AtomicOracleLibrary | None,
     ) -> OracleRun:
+        reading = ground_instruction(instruction, scene)
         base: dict[str, Any] = {
             "instruction": instruction,
             "scene": scene_context(scene),
             "layout_words": layout_words(Grounder(scene), scene.descriptions),
+            "referents": reading.phrases,
             "functions": functions_context(self.catalog),
         }
         if atomic_library is not None and atomic_library.atomic_library:
@@ -373,7 +382,7 @@ class MangoPipeline:
         if oracle_library is not None and oracle_library.atomic_oracle_library:
             base["atomic_oracle_library"] = _dump(oracle_library)["atomic_oracle_library"]
         schema = module3_schema(self.catalog, instruction, scene, atomic_library,
-                                oracle_library)
+                                oracle_library, reading)
         if self.config.ablation == "baseline":
             cand, res = self._single("module3", "module3.generate", schema, base)
         else:
@@ -391,15 +400,18 @@ class MangoPipeline:
 
 def module3_schema(catalog: FunctionCatalog, instruction: str, scene: SceneTask,
                    atomic_library: AtomicLibraryAnswer | None,
-                   oracle_library: AtomicOracleLibrary | None) -> type[OracleCandidate]:
+                   oracle_library: AtomicOracleLibrary | None,
+                   reading: ParseResult | None = None) -> type[OracleCandidate]:
     """The answer schema module III asks with: grounded on the scene, the libraries and the
-    predicates' arguments, and bounded by the instruction's reading."""
-    arguments = predicate_arguments(scene, catalog)
+    predicates' arguments, held to the ids the instruction names where the reader read it
+    all, and bounded by the reader's goal count."""
+    reading = reading or ground_instruction(instruction, scene)
+    arguments = narrowed(predicate_arguments(scene, catalog), named_ids(reading, scene))
     tasks = atomic_library.atomic_library if atomic_library else []
     oracles = oracle_library.atomic_oracle_library if oracle_library else []
     return grounded_candidate_schema(
         scene, {t.id: t.parameters for t in tasks}, [o.id for o in oracles], arguments,
-        plan_bound(instruction, scene), parameter_ids(tasks, oracles, arguments))
+        plan_bound(reading), parameter_ids(tasks, oracles, arguments))
 
 
 def make_pipeline(

@@ -109,6 +109,8 @@ _SECTIONS = [
     ("instruction", "Instruction"),
     ("scene", "Scene (ids a predicate may take; descriptions say how people call them)"),
     ("layout_words", "Alike things told apart by where they stand"),
+    ("referents", "What the instruction's phrases name here (the scene reader's grounding: "
+                  "use these ids and places)"),
     ("task", "Atomic task"),
     ("oracle", "Oracle under attack"),
     ("candidate", "Candidate"),

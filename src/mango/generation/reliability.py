@@ -22,7 +22,7 @@ from mango.generation.models import (
     FunctionCatalog,
     SceneTask,
 )
-from mango.generation.offline.grounding import ground_instruction
+from mango.generation.offline.grounding import ParseResult
 from mango.generation.offline.matching import Grounder
 from mango.oracle.static_check import kind_accepted
 from mango.oracle.world_state import ROBOT_PARTS
@@ -114,12 +114,37 @@ def parameter_ids(tasks: list[AtomicTask], oracles: list[AtomicOracle],
     return out
 
 
-def plan_bound(instruction: str, scene: SceneTask) -> int | None:
-    """How many top-level steps an oracle of `instruction` may need: one per goal the reader
-    finds, and one more (an opening or a closing of its own); None when it reads none (the
-    model is then not bounded by the reader)."""
-    goals = ground_instruction(instruction, scene).goals
-    return len(goals) + 1 if goals else None
+def plan_bound(reading: ParseResult) -> int | None:
+    """How many top-level steps an oracle of the instruction `reading` read may need: one per
+    goal the reader finds, and one more (an opening or a closing of its own); None when it
+    reads none (the model is then not bounded by the reader)."""
+    return len(reading.goals) + 1 if reading.goals else None
+
+
+def named_ids(reading: ParseResult, scene: SceneTask) -> set[str] | None:
+    """The ids the instruction names as the reader grounded it (each goal's thing, place,
+    landmark and source), with what holds them short of a table (a drawer's cabinet, the
+    stove of its cooking region: "turn on the stove" after "on the stove"). None when the
+    reader did not read it all: the model then chooses among every id."""
+    if not reading.goals or reading.problems:
+        return None
+    g = Grounder(scene)
+    out: set[str] = set()
+    for goal in reading.goals:
+        for ent in (goal.obj, goal.target, goal.landmark, goal.source):
+            while ent is not None and ent not in out and g.kind(ent) != "surface":
+                out.add(ent)
+                ent = g.parent(ent)
+    return out
+
+
+def narrowed(arguments: dict[str, list[str]], named: set[str] | None) -> dict[str, list[str]]:
+    """`predicate_arguments` held to the ids the instruction names (and the robot's parts);
+    a predicate none of whose ids is named keeps them all, None keeps everything."""
+    if named is None:
+        return arguments
+    return {p: [e for e in ids if e in named or e in ROBOT_PARTS] or ids
+            for p, ids in arguments.items()}
 
 
 class ExecutionReliabilityAssessor:

@@ -23,7 +23,8 @@ from mango.oracle.predicates import EvaluationError, StateView
 from mango.oracle.world_state import ENTITY_KINDS, ROBOT_PARTS, WorldState, parse_world_state
 
 ProblemKind = Literal[
-    "parse_error", "unknown_predicate", "arity", "argument_kind", "ungrounded", "dry_run"
+    "parse_error", "unknown_predicate", "arity", "argument_kind", "self_relation",
+    "ungrounded", "dry_run"
 ]
 
 
@@ -267,6 +268,9 @@ def _check_atom(
                 f"({', '.join(spec.input_arguments)}), got {len(atom.args)} in {atom}",
             )
         )
+    twice = sorted({a for a in atom.args if atom.args.count(a) > 1})
+    if twice:  # in(x, x), near(x, x): never a condition anyone means (a model's slip)
+        out.append(("self_relation", f"{atom} relates '{twice[0]}' to itself"))
     if scene is None:
         return out
     for i, arg in enumerate(atom.args):

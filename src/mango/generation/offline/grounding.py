@@ -45,6 +45,15 @@ class ParseResult:
     instruction: str
     goals: list[Goal] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # what the instruction's phrases name, as read: a thing's phrase -> its ids, a place's
+    # phrase ("on the left plate") -> the predicate and id it becomes ("on plate_1"); a
+    # language model is shown this so it need not ground references itself
+    phrases: dict[str, str] = field(default_factory=dict)
+
+
+# how a place's relation reads in the phrase that names it
+_PLACE_WORDS = {"on_top": "on top of", "right_of": "to the right of",
+                "left_of": "to the left of", "front_of": "in front of", "near": "next to"}
 
 
 class InstructionGrounder:
@@ -345,6 +354,7 @@ class InstructionGrounder:
             if clause.verb in {"open", "close", "turn_on", "turn_off"}:
                 role = "closable" if clause.verb in {"open", "close"} else "switchable"
                 ids = self.ground_np(clause.obj, role)
+                _name(result, clause.obj, ids)
                 for ent in ids:
                     result.goals.append(Goal(kind=clause.verb, obj=ent,
                                              after_previous=clause.sequential_after_previous,
@@ -359,6 +369,7 @@ class InstructionGrounder:
                 objs = [pending_pick[-1].obj]
             else:
                 objs = self.ground_np(clause.obj, "object", locator=locator)
+                _name(result, clause.obj, objs)
             source = None
             if clause.source is not None:
                 src = self.ground_np(clause.source, "target", exclude=set(objs), ties_ok=True)
@@ -407,6 +418,8 @@ class InstructionGrounder:
                         relation = "near"
             else:
                 relation, target = self.resolve_target(relation, landmark)
+            said = _PLACE_WORDS.get(clause.relation, clause.relation.replace("_", " "))
+            result.phrases[f"{said} {clause.target.text}"] = f"{relation} {target}"
             for ent in objs:
                 if clause.verb == "push":
                     result.goals.append(Goal(
@@ -427,6 +440,12 @@ class InstructionGrounder:
             self._mention(landmark, target)
         result.problems.extend(self.problems)
         return result
+
+
+def _name(result: ParseResult, np: NounPhrase | None, ids: list[str]) -> None:
+    """Keep what a thing's phrase was read as (a pronoun names nothing of its own)."""
+    if np is not None and ids and not np.is_pronoun:
+        result.phrases[np.text] = ", ".join(ids)
 
 
 def ground_instruction(instruction: str, scene: SceneTask) -> ParseResult:
