@@ -1,18 +1,43 @@
-"""Shared fixtures: the LIBERO-10 task list, scenes and one offline run over all of them."""
+"""Shared fixtures: the LIBERO-10 task list, scenes and one offline run over all of them;
+the 130 LIBERO tasks as `mango bddl import` wrote them for the recorded local-model run."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from mango.generation.engine import load_function_library
-from mango.generation.models import SceneFile, load_scene_file, load_tasks
+from mango.generation.models import SceneFile, SceneTask, load_scene_file, load_tasks
 from mango.generation.offline.planner import OfflinePlanner
 from mango.generation.pipeline import GenerationConfig, make_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "test" / "data" / "generation"
+IMPORTED = ROOT / "test" / "data" / "llm" / "libero_qwen1.5b" / "scenes"
+
+
+@dataclass(frozen=True)
+class ImportedTask:
+    """One LIBERO task file, imported: its scene (whose id is the instruction) and the
+    BDDL goal atoms."""
+
+    stem: str
+    scene: SceneTask
+    goal_atoms: list[str]
+
+
+@pytest.fixture(scope="session")
+def imported_libero() -> dict[str, ImportedTask]:
+    """The 130 imported LIBERO tasks by file stem, in file order."""
+    out = {}
+    for path in sorted(IMPORTED.glob("*.json")):
+        data = json.loads(path.read_text())
+        out[path.stem] = ImportedTask(path.stem, SceneTask.model_validate(
+            data["task_objects"][0]), data["goal_atoms"])
+    return out
 
 
 @pytest.fixture(scope="session")

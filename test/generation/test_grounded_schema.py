@@ -10,9 +10,7 @@ needs. Validation here is `jsonschema`'s, not ours."""
 from __future__ import annotations
 
 import copy
-import json
 import re
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -23,8 +21,6 @@ from mango.generation.offline.grounding import ground_instruction
 from mango.generation.pipeline import module3_schema
 from mango.generation.reliability import named_ids, narrowed, predicate_arguments
 from mango.oracle.expr import parse_expression
-
-LIBERO_SCENES = Path(__file__).resolve().parents[2] / "test/data/llm/libero_qwen1.5b/scenes"
 
 
 def _pattern(scene, catalog) -> str:
@@ -170,22 +166,19 @@ def test_the_spot_a_thing_starts_on_is_named_by_the_thing():
     assert "wooden_cabinet_1_top_region" in args["in"]
 
 
-def test_every_libero_goal_fits_the_schema_of_its_scene():
+def test_every_libero_goal_fits_the_schema_of_its_scene(imported_libero):
     """All 130 LIBERO tasks, as `mango bddl import` read them (the scenes of the recorded
     local-model run): each goal atom matches its scene's expression pattern, so the schema
     never keeps a model from writing what LIBERO checks."""
     _, catalog = load_function_library(None)
-    files = sorted(LIBERO_SCENES.glob("*.json"))
-    assert len(files) == 130
-    for path in files:
-        data = json.loads(path.read_text())
-        scene = SceneTask.model_validate(data["task_objects"][0])
-        pattern = re.compile(_pattern(scene, catalog))
-        for atom in data["goal_atoms"]:
-            assert pattern.fullmatch(atom), (path.name, atom)
+    assert len(imported_libero) == 130
+    for task in imported_libero.values():
+        pattern = re.compile(_pattern(task.scene, catalog))
+        for atom in task.goal_atoms:
+            assert pattern.fullmatch(atom), (task.stem, atom)
 
 
-def test_held_to_the_ids_the_instruction_names_every_libero_goal_still_fits():
+def test_held_to_the_ids_the_instruction_names_every_libero_goal_still_fits(imported_libero):
     """Where the reader reads an instruction, the schema takes only the ids it names (and
     what holds them): all 130 LIBERO instructions are read, and every goal atom still fits
     but three whose LIBERO words name something else than their goal ("the black bowl at
@@ -195,16 +188,15 @@ def test_held_to_the_ids_the_instruction_names_every_libero_goal_still_fits():
     place_it_to_the_right_of_the_caddy.bddl)."""
     _, catalog = load_function_library(None)
     misfits, narrower = set(), 0
-    for path in sorted(LIBERO_SCENES.glob("*.json")):
-        data = json.loads(path.read_text())
-        scene = SceneTask.model_validate(data["task_objects"][0])
-        named = named_ids(ground_instruction(scene.id, scene), scene)
-        assert named is not None, path.name
-        args = narrowed(predicate_arguments(scene, catalog), named)
-        assert set(args["on"]) <= set(predicate_arguments(scene, catalog)["on"])
-        narrower += set(args["on"]) != set(predicate_arguments(scene, catalog)["on"])
+    for task in imported_libero.values():
+        named = named_ids(ground_instruction(task.scene.id, task.scene), task.scene)
+        assert named is not None, task.stem
+        every = predicate_arguments(task.scene, catalog)
+        args = narrowed(every, named)
+        assert set(args["on"]) <= set(every["on"])
+        narrower += set(args["on"]) != set(every["on"])
         pattern = re.compile(expression_pattern(args))
-        misfits |= {(path.stem[:40], a) for a in data["goal_atoms"] if not pattern.fullmatch(a)}
+        misfits |= {(task.stem[:40], a) for a in task.goal_atoms if not pattern.fullmatch(a)}
     assert misfits == {
         ("KITCHEN_SCENE2_stack_the_middle_black_bo", "on(akita_black_bowl_2, akita_black_bowl_3)"),
         ("STUDY_SCENE3_pick_up_the_red_mug_and_pla",

@@ -10,9 +10,6 @@ import` wrote them for the recorded local-model run.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from pydantic import ValidationError
 
@@ -20,18 +17,13 @@ from mango.generation.models import SceneTask
 from mango.generation.offline.matching import Grounder
 from mango.generation.offline.references import layout_words
 
-SCENES = Path(__file__).resolve().parents[2] / "test/data/llm/libero_qwen1.5b/scenes"
 SIDES = ("front", "back", "middle", "left", "right")
 
 
-def _scenes() -> list[SceneTask]:
-    return [SceneTask.model_validate(json.loads(p.read_text())["task_objects"][0])
-            for p in sorted(SCENES.glob("*.json"))]
-
-
-def test_the_words_agree_with_the_side_libero_starts_each_alike_object_on() -> None:
+def test_the_words_agree_with_the_side_libero_starts_each_alike_object_on(
+        imported_libero) -> None:
     checked = 0
-    for scene in _scenes():
+    for scene in (t.scene for t in imported_libero.values()):
         words = layout_words(Grounder(scene), scene.descriptions)
         for ent, phrase in words.items():
             entry = scene.layout.get(ent)

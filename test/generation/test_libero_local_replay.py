@@ -19,7 +19,7 @@ import pytest
 from mango.bddl.scoring import score_oracle
 from mango.generation.backends import make_backend
 from mango.generation.engine import load_function_library
-from mango.generation.models import SceneTask, load_tasks
+from mango.generation.models import load_tasks
 from mango.generation.pipeline import GenerationConfig, make_pipeline
 from mango.llm.backend import Refusal
 
@@ -40,11 +40,11 @@ def libraries():
 
 
 @pytest.mark.parametrize("row", RESULTS, ids=[r["file"].removesuffix(".bddl") for r in RESULTS])
-def test_the_recorded_answers_give_the_recorded_verdict(libraries, row) -> None:
+def test_the_recorded_answers_give_the_recorded_verdict(libraries, imported_libero, row) -> None:
     pipe, libs = libraries
-    saved = json.loads((DATA / "scenes" / row["file"].replace(".bddl", ".json")).read_text())
-    assert saved["goal_atoms"] == row["goal_atoms"]
-    scene = SceneTask.model_validate(saved["task_objects"][0])
+    saved = imported_libero[row["file"].removesuffix(".bddl")]
+    assert saved.goal_atoms == row["goal_atoms"]
+    scene = saved.scene
     oracle, approved, refusal = None, False, None
     try:
         run = pipe.module3(row["instruction"], scene, libs.atomic_library, libs.oracle_library)

@@ -9,13 +9,7 @@ place for the task's instruction.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-from mango.generation.models import SceneTask
 from mango.generation.offline.grounding import ground_instruction
-
-SCENES = Path(__file__).resolve().parents[2] / "test/data/llm/libero_qwen1.5b/scenes"
 
 # where LIBERO's words and its goal disagree, or the goal is about what "them" names
 KNOWN = {
@@ -36,30 +30,28 @@ KNOWN = {
 }
 
 
-def test_the_phrases_name_the_object_and_the_place_of_every_libero_goal_atom() -> None:
+def test_the_phrases_name_the_object_and_the_place_of_every_libero_goal_atom(
+        imported_libero) -> None:
     agree, differ = 0, set()
-    for path in sorted(SCENES.glob("*.json")):
-        raw = json.loads(path.read_text())
-        scene = SceneTask.model_validate(raw["task_objects"][0])
-        phrases = ground_instruction(scene.id, scene).phrases
+    for task in imported_libero.values():
+        phrases = ground_instruction(task.scene.id, task.scene).phrases
         things = {i for v in phrases.values() if " " not in v.split(", ")[0]
                   for i in v.split(", ")}
-        for atom in raw["goal_atoms"]:
+        for atom in task.goal_atoms:
             if not atom.startswith(("on(", "in(")):
                 continue
             thing, place = (s.strip() for s in atom[3:-1].split(","))
             if thing in things and f"{atom[:2]} {place}" in phrases.values():
                 agree += 1
             else:
-                differ.add((path.stem, atom))
+                differ.add((task.stem, atom))
     assert differ <= KNOWN, differ - KNOWN
     assert agree >= 119
 
 
-def test_a_thing_a_place_and_a_pronoun() -> None:
-    raw = json.loads((SCENES / "KITCHEN_SCENE1_open_the_top_drawer_of_the_cabinet_and_put_the_"
-                      "bowl_in_it.json").read_text())
-    scene = SceneTask.model_validate(raw["task_objects"][0])
+def test_a_thing_a_place_and_a_pronoun(imported_libero) -> None:
+    scene = imported_libero["KITCHEN_SCENE1_open_the_top_drawer_of_the_cabinet_and_put_the_"
+                            "bowl_in_it"].scene
     phrases = ground_instruction(
         "open the top drawer of the cabinet and put the bowl in it", scene).phrases
     assert phrases == {"the top drawer of the cabinet": "wooden_cabinet_1_top_region",
