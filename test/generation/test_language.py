@@ -101,6 +101,13 @@ def test_unknown_object_is_reported_not_guessed():
     assert not res.goals
 
 
+def test_a_thing_put_on_itself_is_refused_not_planned():
+    # one banana in the scene: "on the banana" can only be the banana being placed
+    res = ground_instruction("put the banana on the banana", KITCHEN)
+    assert res.problems == ["'put the banana on the banana' puts banana_1 on or in itself"]
+    assert not res.goals
+
+
 def test_clause_splitting_keeps_adjective_conjunctions():
     clauses = parse_instruction_clauses(
         "put the yellow and white mug in the microwave and close it")

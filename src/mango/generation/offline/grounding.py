@@ -405,6 +405,9 @@ class InstructionGrounder:
             if not targets:
                 continue
             landmark = targets[0]
+            if landmark in objs:  # "put the bowl on the bowl" in a scene with one bowl
+                self.problems.append(f"'{clause.text}' puts {landmark} on or in itself")
+                continue
             spatial = {"front_of": "near", "behind": "near", "under": "near"}.get(
                 relation, relation) if relation in {"right_of", "left_of", "front_of", "behind",
                                                     "near", "under"} else None
