@@ -85,7 +85,8 @@ class CameraInputs:
             node.create_subscription(TFMessage, "tf_static", lambda m: self._on_tf(m, True),
                                      latched_qos(100), callback_group=group)
         if extrinsics is not None or on_joints is not None:
-            node.create_subscription(JointState, joints_topic, self._on_joints, 10,
+            node.create_subscription(JointState, joints_topic, self._on_joints,
+                                     qos_profile_sensor_data,
                                      callback_group=group)
 
     # ------------------------------------------------------------------ callbacks

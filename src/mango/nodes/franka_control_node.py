@@ -36,6 +36,7 @@ from geometry_msgs.msg import Point, Pose, Quaternion
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
 from mango.control import (
@@ -111,9 +112,12 @@ class FrankaControlNode(Node):
             1.0 / rate, p["check_workspace"], max_start_delay)
         # A group of its own, mutually exclusive: states are taken one at a time, in order (a
         # reentrant group let a late-running callback store an older state over a newer one,
-        # which read as the simulation restarting mid-motion).
+        # which read as the simulation restarting mid-motion). Best effort, as a state
+        # stream should be: a reliable reader holds every later state back until a lost one is
+        # resent (a heartbeat, seconds), which on a loaded machine read as the simulation
+        # stopping mid-trajectory.
         self.create_subscription(JointState, p["joint_states_topic"],
-                                 self._on_joint_state, 10,
+                                 self._on_joint_state, qos_profile_sensor_data,
                                  callback_group=MutuallyExclusiveCallbackGroup())
 
         group = ReentrantCallbackGroup()

@@ -88,7 +88,8 @@ class OrchestratorNode(Node):
         group = ReentrantCallbackGroup()
         self.create_subscription(WorldStateMsg, p["world_state_topic"], self._on_world, 10,
                                  callback_group=sensors, raw=True)
-        self.create_subscription(JointState, p["joint_states_topic"], self._on_joints, 10,
+        self.create_subscription(JointState, p["joint_states_topic"], self._on_joints,
+                                 qos_profile_sensor_data,
                                  callback_group=sensors)
         self.create_subscription(Image, self.camera_topic, self._on_image,
                                  qos_profile_sensor_data, callback_group=sensors)

@@ -33,6 +33,7 @@ from geometry_msgs.msg import Point, Pose, Quaternion
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
 from mango.bags.world_state_cdr import decode_world_state
@@ -109,7 +110,8 @@ class PrimitivesNode(Node):
 
         sensors = MutuallyExclusiveCallbackGroup()
         group = ReentrantCallbackGroup()
-        self.create_subscription(JointState, p["joint_states_topic"], self._on_joints, 10,
+        self.create_subscription(JointState, p["joint_states_topic"], self._on_joints,
+                                 qos_profile_sensor_data,
                                  callback_group=sensors)
         self.uses_world = bool(p["world_state_topic"])
         if self.uses_world:

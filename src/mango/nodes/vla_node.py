@@ -86,7 +86,8 @@ class VlaNode(Node):
             if cam in self.cameras:
                 self.create_subscription(Image, topic, lambda m, c=cam: self._images.__setitem__(
                     c, m), qos_profile_sensor_data, callback_group=sensors)
-        self.create_subscription(JointState, p["joint_states_topic"], self._on_joints, 10,
+        self.create_subscription(JointState, p["joint_states_topic"], self._on_joints,
+                                 qos_profile_sensor_data,
                                  callback_group=sensors)
         if self.needs_world:
             self.create_subscription(WorldStateMsg, p["world_state_topic"], self._on_world, 10,
