@@ -42,6 +42,7 @@ from mango.generation.offline.grounding import ParseResult, ground_instruction
 from mango.generation.offline.matching import Grounder
 from mango.generation.offline.references import layout_words
 from mango.generation.reliability import (
+    asked_actions,
     named_ids,
     narrowed,
     parameter_ids,
@@ -403,12 +404,16 @@ def module3_schema(catalog: FunctionCatalog, instruction: str, scene: SceneTask,
                    oracle_library: AtomicOracleLibrary | None,
                    reading: ParseResult | None = None) -> type[OracleCandidate]:
     """The answer schema module III asks with: grounded on the scene, the libraries and the
-    predicates' arguments, held to the ids the instruction names where the reader read it
-    all, and bounded by the reader's goal count."""
+    predicates' arguments, held to the ids the instruction names and to the actions that
+    place things as it asks where the reader read it all, and bounded by the reader's goal
+    count."""
     reading = reading or ground_instruction(instruction, scene)
-    arguments = narrowed(predicate_arguments(scene, catalog), named_ids(reading, scene))
-    tasks = atomic_library.atomic_library if atomic_library else []
-    oracles = oracle_library.atomic_oracle_library if oracle_library else []
+    tasks, oracles, unasked = asked_actions(
+        atomic_library.atomic_library if atomic_library else [],
+        oracle_library.atomic_oracle_library if oracle_library else [], reading)
+    arguments = {p: ids for p, ids in narrowed(predicate_arguments(scene, catalog),
+                                               named_ids(reading, scene)).items()
+                 if p not in unasked}
     return grounded_candidate_schema(
         scene, {t.id: t.parameters for t in tasks}, [o.id for o in oracles], arguments,
         plan_bound(reading), parameter_ids(tasks, oracles, arguments))

@@ -10,6 +10,7 @@ the scene), and finally a dry run of the tracker over that state. Anything that 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ from mango.generation.models import (
 )
 from mango.generation.offline.grounding import ParseResult
 from mango.generation.offline.matching import Grounder
+from mango.oracle.expr import Atom
 from mango.oracle.static_check import kind_accepted
 from mango.oracle.world_state import ROBOT_PARTS
 
@@ -89,6 +91,15 @@ def predicate_arguments(scene: SceneTask, catalog: FunctionCatalog) -> dict[str,
     return out
 
 
+def _atoms(texts: Iterable[str]) -> Iterator[Atom]:
+    """Every atom of the expressions that parse (the static check reports those that don't)."""
+    for text in texts:
+        try:
+            yield from engine.iter_atoms(engine.parse_expression(text)) if text else ()
+        except InputError:
+            continue
+
+
 def parameter_ids(tasks: list[AtomicTask], oracles: list[AtomicOracle],
                   arguments: dict[str, list[str]]) -> dict[str, dict[str, list[str]]]:
     """Each atomic task's parameters → the ids it may take: those every predicate it is an
@@ -100,16 +111,12 @@ def parameter_ids(tasks: list[AtomicTask], oracles: list[AtomicOracle],
     out: dict[str, dict[str, list[str]]] = {}
     for task in tasks:
         allowed: dict[str, set[str]] = {}
-        for text in [*task.pre_conditions, *task.post_conditions, checks.get(task.id, "")]:
-            try:
-                atoms = list(engine.iter_atoms(engine.parse_expression(text))) if text else []
-            except InputError:
-                continue
-            for atom in atoms:
-                ids = arguments.get(atom.predicate)
-                for arg in atom.args:
-                    if ids is not None and arg in task.parameters:
-                        allowed[arg] = allowed.get(arg, set(ids)) & set(ids)
+        for atom in _atoms([*task.pre_conditions, *task.post_conditions,
+                            checks.get(task.id, "")]):
+            ids = arguments.get(atom.predicate)
+            for arg in atom.args:
+                if ids is not None and arg in task.parameters:
+                    allowed[arg] = allowed.get(arg, set(ids)) & set(ids)
         out[task.id] = {p: sorted(ids) for p, ids in allowed.items() if ids}
     return out
 
@@ -145,6 +152,44 @@ def narrowed(arguments: dict[str, list[str]], named: set[str] | None) -> dict[st
         return arguments
     return {p: [e for e in ids if e in named or e in ROBOT_PARTS] or ids
             for p, ids in arguments.items()}
+
+
+def _placings(parameters: list[str], texts: Iterable[str]) -> set[str]:
+    """The relations the expressions put one parameter in to another (place_on's
+    `on(obj_id, target_id)`); a relation to a robot part (approach's `near(robot_hand, …)`)
+    places nothing."""
+    return {a.predicate for a in _atoms(texts)
+            if len(a.args) == 2 and all(x in parameters for x in a.args)}
+
+
+def asked_actions(tasks: list[AtomicTask], oracles: list[AtomicOracle], reading: ParseResult
+                  ) -> tuple[list[AtomicTask], list[AtomicOracle], set[str]]:
+    """The library's tasks and oracles an instruction can need, as the reader read it, and the
+    relations no longer asked for: a task that places its object in a relation no goal has
+    (place_in where the instruction says "on the plate") is left out, with its oracle and a
+    relation only those used, so a plan cannot put the bowl `in` the plate. Every task that
+    places nothing (pick, open, turn on) stays; an instruction the reader does not read in
+    full keeps the whole library."""
+    if not reading.goals or reading.problems:
+        return tasks, oracles, set()
+    asked = {g.relation for g in reading.goals if g.relation}
+    checks = {o.id: o.correctness_oracle for o in oracles}
+    dropped = {t.id for t in tasks
+               if not _placings(t.parameters, [*t.post_conditions, checks.get(t.id, "")])
+               <= asked}
+    dropped |= {o.id for o in oracles if not _placings(o.parameters, [o.correctness_oracle])
+                <= asked}
+    kept_tasks = [t for t in tasks if t.id not in dropped]
+    kept_oracles = [o for o in oracles if o.id not in dropped]
+    if (tasks and not kept_tasks) or (oracles and not kept_oracles):
+        return tasks, oracles, set()
+    used = {a.predicate for a in _atoms([
+        *(c for t in kept_tasks for c in [*t.pre_conditions, *t.post_conditions]),
+        *(o.correctness_oracle for o in kept_oracles)])}
+    gone = {a.predicate for a in _atoms([
+        *(c for t in tasks if t.id in dropped for c in t.post_conditions),
+        *(o.correctness_oracle for o in oracles if o.id in dropped)])}
+    return kept_tasks, kept_oracles, gone - used - asked
 
 
 class ExecutionReliabilityAssessor:

@@ -354,7 +354,7 @@ class InstructionGrounder:
             if clause.verb in {"open", "close", "turn_on", "turn_off"}:
                 role = "closable" if clause.verb in {"open", "close"} else "switchable"
                 ids = self.ground_np(clause.obj, role)
-                _name(result, clause.obj, ids)
+                _name(result, clause.obj, ids, clause.text)
                 for ent in ids:
                     result.goals.append(Goal(kind=clause.verb, obj=ent,
                                              after_previous=clause.sequential_after_previous,
@@ -369,7 +369,7 @@ class InstructionGrounder:
                 objs = [pending_pick[-1].obj]
             else:
                 objs = self.ground_np(clause.obj, "object", locator=locator)
-                _name(result, clause.obj, objs)
+            _name(result, clause.obj, objs, clause.text)
             source = None
             if clause.source is not None:
                 src = self.ground_np(clause.source, "target", exclude=set(objs), ties_ok=True)
@@ -445,10 +445,13 @@ class InstructionGrounder:
         return result
 
 
-def _name(result: ParseResult, np: NounPhrase | None, ids: list[str]) -> None:
-    """Keep what a thing's phrase was read as (a pronoun names nothing of its own)."""
-    if np is not None and ids and not np.is_pronoun:
-        result.phrases[np.text] = ", ".join(ids)
+def _name(result: ParseResult, np: NounPhrase | None, ids: list[str], clause: str) -> None:
+    """Keep what a thing's phrase was read as; a pronoun with the clause that says it ("them"
+    in "place them in the tray" is the lower bowl of the stack), as one instruction may say
+    "it" of two things."""
+    if np is not None and ids:
+        key = f"{np.text} (in '{clause}')" if np.is_pronoun else np.text
+        result.phrases[key] = ", ".join(ids)
 
 
 def ground_instruction(instruction: str, scene: SceneTask) -> ParseResult:
