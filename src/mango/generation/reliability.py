@@ -133,7 +133,7 @@ def named_ids(reading: ParseResult, scene: SceneTask) -> set[str] | None:
     landmark and source), with what holds them short of a table (a drawer's cabinet, the
     stove of its cooking region: "turn on the stove" after "on the stove"). None when the
     reader did not read it all: the model then chooses among every id."""
-    if not reading.goals or reading.problems:
+    if not reading.read_in_full:
         return None
     g = Grounder(scene)
     out: set[str] = set()
@@ -170,7 +170,7 @@ def asked_actions(tasks: list[AtomicTask], oracles: list[AtomicOracle], reading:
     relation only those used, so a plan cannot put the bowl `in` the plate. Every task that
     places nothing (pick, open, turn on) stays; an instruction the reader does not read in
     full keeps the whole library."""
-    if not reading.goals or reading.problems:
+    if not reading.read_in_full:
         return tasks, oracles, set()
     asked = {g.relation for g in reading.goals if g.relation}
     checks = {o.id: o.correctness_oracle for o in oracles}

@@ -50,6 +50,11 @@ class ParseResult:
     # language model is shown this so it need not ground references itself
     phrases: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def read_in_full(self) -> bool:
+        """Goals and no problem: what the schema may hold a model to."""
+        return bool(self.goals) and not self.problems
+
 
 # how a place's relation reads in the phrase that names it
 _PLACE_WORDS = {"on_top": "on top of", "right_of": "to the right of",
