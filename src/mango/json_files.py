@@ -4,7 +4,8 @@ requests) with errors that name the file, line and column.
 Every JSON input goes through `parse_json`, so every entry point refuses the same things:
 invalid JSON, a key given twice in one object (JSON leaves it undefined; Python would keep
 the last value silently), and nesting deeper than `MAX_DEPTH` levels (no format here needs
-more than ~15; the limit keeps recursive readers far from Python's recursion limit).
+more than ~15; the limit keeps recursive readers far from Python's recursion limit). Files
+are read only when they are regular files of sane size (`read_text`, `read_lines`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from mango.errors import InputError
+from mango.errors import (
+    MAX_FILE_BYTES,
+    MAX_LINE_BYTES,
+    InputError,
+    byte_size,
+    open_user_file,
+    read_user_text,
+)
 
 MAX_DEPTH = 100  # nesting levels of arrays and objects any JSON input may have
 
@@ -78,16 +86,57 @@ def parse_json(text: str, file: str | None = None, line: int | None = None) -> A
     return value
 
 
-def read_text(path: str | Path, what: str) -> str:
-    """A UTF-8 text file; `what` names the kind of file in messages."""
-    p = Path(path)
-    try:
-        return p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read {what}: {exc.strerror}", file=str(p)) from None
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", file=str(p)) from None
+def read_text(path: str | Path, what: str, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """A UTF-8 text file a user named; `what` names the kind of file in messages. Only a
+    regular file of at most `max_bytes` is read (`mango.errors.read_user_text`)."""
+    return read_user_text(path, what, max_bytes)
 
 
 def read_json(path: str | Path, what: str) -> Any:
     return parse_json(read_text(path, what), str(path))
+
+
+def read_lines(path: str | Path, what: str, max_line_bytes: int = MAX_LINE_BYTES) -> Lines:
+    """The UTF-8 lines of a file a user named (a JSON Lines trace of any length), streamed.
+    The file is checked now (`mango.errors.open_user_file`: a FIFO or a device is refused
+    before anything is read), read as the lines are taken."""
+    return Lines(open_user_file(path, what, None), str(path), what, max_line_bytes)
+
+
+class Lines:
+    """An open file's lines; an `InputError` names the file and line of one longer than
+    `max_line_bytes` or not UTF-8. Close it (or use it in a `with`) when done."""
+
+    def __init__(self, fh: BinaryIO, file: str, what: str, max_line_bytes: int) -> None:
+        self._fh, self.file, self.what, self.max_line_bytes = fh, file, what, max_line_bytes
+        self.lineno = 0
+
+    def __iter__(self) -> Lines:
+        return self
+
+    def __next__(self) -> str:
+        self.lineno += 1
+        try:
+            raw = self._fh.readline(self.max_line_bytes + 1)
+        except OSError as exc:
+            raise InputError(f"cannot read {self.what}: {exc.strerror or exc}", file=self.file,
+                             line=self.lineno) from None
+        if not raw:
+            raise StopIteration
+        if len(raw) > self.max_line_bytes:
+            raise InputError(f"a line longer than {byte_size(self.max_line_bytes)}",
+                             file=self.file, line=self.lineno)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError("not UTF-8 text", file=self.file, line=self.lineno,
+                             column=exc.start + 1) from None
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> Lines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from mango.errors import InputError, from_validation_error
+from mango.errors import InputError, from_validation_error, read_user_text
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -18,9 +18,11 @@ def read_yaml_mapping(path: str | Path, what: str, hint: str = "") -> dict[str, 
     """The file's top-level mapping; `what` names the kind of file in messages."""
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read {what}: {exc.strerror}{hint}", file=str(p)) from None
+        text = read_user_text(p, what)
+    except InputError as exc:
+        raise InputError(exc.message + hint, file=exc.file, line=exc.line) from None
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(p),

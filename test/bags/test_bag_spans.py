@@ -8,59 +8,18 @@ import struct
 from pathlib import Path
 
 import pytest
-from mcap.writer import CompressionType, Writer
+from mcap.writer import CompressionType
 from rclpy.serialization import serialize_message
+from support.bags import ORACLE, TYPE
+from support.bags import episode as _episode
+from support.bags import write_bag as _write
+from support.bags import write_chunked as _write_chunked
 
 from mango.bags import BagReader, BagWriter
 from mango.bags.judge import judge_bag
 from mango.errors import InputError
 from mango.oracle import StepTracker
 from mango.ros.world_state_msg import record_to_msg
-
-TYPE = "mango_ros/msg/WorldState"
-ORACLE = {"instruction": "lift the soup, then put it in the basket", "plan": [
-    {"action_id": "lift", "monitoring": [{"handle_as": "up(soup)"}]},
-    {"action_id": "place", "monitoring": [{"handle_as": "in(soup, basket)"}]},
-]}
-
-
-def _state(t: float, z: float, in_basket: bool = False) -> bytes:
-    soup = [0.5, 0.3, 0.86] if in_basket else [0.0, 0.0, z]
-    return serialize_message(record_to_msg({"t": t, "objects": {
-        "soup": {"position": soup, "size": [0.05, 0.05, 0.08]},
-        "basket": {"position": [0.5, 0.3, 0.86], "size": [0.2, 0.2, 0.1], "kind": "region"},
-        "table": {"position": [0.0, 0.0, 0.4], "size": [2.0, 2.0, 0.8], "kind": "surface"},
-    }, "contacts": [["soup", "table"]] * (int(t * 10) % 3)}))
-
-
-def _episode(n: int, lift_at: int, place_at: int | None) -> list[tuple[float, bytes]]:
-    """n states 0.1 s apart: the soup rests, is lifted at `lift_at`, placed at `place_at`."""
-    return [(0.1 * i, _state(0.1 * i, 0.84 if i < lift_at else 1.0,
-                             place_at is not None and i >= place_at)) for i in range(n)]
-
-
-def _write(bag: Path, states: list[tuple[float, bytes]], extra_topic: bool = True) -> None:
-    with BagWriter(bag) as w:
-        w.add_topic("/world_state", TYPE)
-        if extra_topic:
-            w.add_topic("/chatter", "std_msgs/msg/String")
-        for k, (_t, data) in enumerate(states):
-            w.write("/world_state", data, k)
-            if extra_topic and k % 7 == 0:
-                w.write("/chatter", b"\x00\x01\x00\x00\x03\x00\x00\x00hi\x00", k)
-
-
-def _write_chunked(path: Path, states: list[tuple[float, bytes]],
-                   compression: CompressionType = CompressionType.NONE) -> None:
-    """An MCAP as `ros2 bag record` writes it: chunked, channels defined inside chunks."""
-    with path.open("wb") as fh:
-        w = Writer(fh, chunk_size=4096, compression=compression)
-        w.start(profile="ros2", library="test")
-        schema = w.register_schema(TYPE, "ros2msg", b"")
-        channel = w.register_channel("/world_state", "cdr", schema)
-        for k, (_t, data) in enumerate(states):
-            w.add_message(channel, log_time=k, data=data, publish_time=k, sequence=k)
-        w.finish()
 
 
 def _cuts(size: int, n: int, rng: random.Random, exact: list[int] = ()) -> list[tuple[int, int]]:

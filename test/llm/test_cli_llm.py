@@ -30,8 +30,8 @@ def test_models_lists_the_offline_qwen(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [(["llm", "serve", "/nonexistent/model.gguf"], "no such model file"),
-     (["llm", "serve", "qwen0.5b", "--port", "70000"], "field 'port'"),
-     (["llm", "serve", "qwen0.5b", "--ctx", "16"], "field 'n_ctx'")],
+     (["llm", "serve", "qwen0.5b", "--port", "70000"], "field '--port'"),
+     (["llm", "serve", "qwen0.5b", "--ctx", "16"], "field '--ctx'")],
 )
 def test_serve_bad_input_exits_2_with_one_line(args, message):
     result = subprocess.run([sys.executable, "-m", "mango.cli.main", *args],

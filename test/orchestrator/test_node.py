@@ -5,15 +5,17 @@ the sim stack's own entries (config/stacks/sim.yaml), one stack for the module.
 
 Through ExecuteTask: the faulted VLA picks the milk → the oracle monitor's signal cancels
 RunPolicy, the arm is halted, the grasp tool takes the soup, the task succeeds with every
-decision on ~/decisions and the world events on ~/events; a bad mode is rejected with the
-reason; a cancel mid-run cancels the running tool and holds the arm; an object taken out of
-the hand through the sim (`~/set_entity_pose`) is halted on within the monitor's rate plus the
-ROS round trips (the failure-to-halt reaction time, measured on the sim's joint states).
+decision on ~/decisions and the world events on ~/events; a bad mode or time budget is
+rejected with the reason; a cancel mid-run cancels the running tool and holds the arm; an
+object taken out of the hand through the sim (`~/set_entity_pose`) is halted on within the
+monitor's rate plus the ROS round trips (the failure-to-halt reaction time, measured on the
+sim's joint states).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from collections.abc import Iterator
@@ -174,6 +176,21 @@ def test_a_bad_mode_is_rejected_with_the_reason(rig: Rig) -> None:
     wait_for(res.done, 20, "the result")
     assert res.result().result.status == ExecuteTask.Result.STATUS_REJECTED
     assert "decider" in res.result().result.message and "vlm" in res.result().result.message
+
+
+def test_a_nan_infinite_or_negative_time_budget_is_rejected_naming_the_field(rig: Rig) -> None:
+    """Refused before anything runs (a NaN budget used to be taken, and the task "failed" with
+    the arm never moved)."""
+    for budget in (math.nan, math.inf, -1.0):
+        _, res, feedback = rig.send(time_budget=budget)
+        wait_for(res.done, 20, "the result")
+        r = res.result()
+        print(f"time_budget={budget}: status {r.result.status}, {r.result.message!r}")
+        assert r.status == GoalStatus.STATUS_ABORTED
+        assert r.result.status == ExecuteTask.Result.STATUS_REJECTED, r.result.message
+        assert "time_budget" in r.result.message and "finite" in r.result.message, \
+            r.result.message
+        assert r.result.decisions == 0 and not feedback  # nothing ran
 
 
 def test_a_wrong_object_is_halted_and_recovered_with_the_grasp_tool(rig: Rig) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import time
 from pathlib import Path
 
@@ -117,7 +119,7 @@ def test_passing_task_publishes_verdict_without_finish(
 
 
 def test_broken_oracle_is_refused_and_old_one_kept(
-    ros_node: Node, processes: Processes, namespace: str
+    ros_node: Node, processes: Processes, namespace: str, tmp_path: Path
 ) -> None:
     good = ORACLES / "libero10_stove_moka.json"
     _start_oracle(processes, namespace, good)
@@ -139,6 +141,22 @@ def test_broken_oracle_is_refused_and_old_one_kept(
     reply = call_service(ros_node, LoadOracle, service,
                          LoadOracle.Request(oracle_path="/no/such/oracle.json"))
     assert not reply.success and "/no/such/oracle.json" in reply.problems[0]
+
+    # A path that is no regular file is refused at once (a FIFO once froze the node for good:
+    # no verdicts, ~/reset unanswered), with the reason; the node answers the next call.
+    fifo = tmp_path / "oracle.json"
+    os.mkfifo(fifo)
+    for path, reason in ((fifo, "a named pipe (FIFO)"), ("/dev/zero", "a character device"),
+                         (tmp_path, "a folder")):
+        start = time.monotonic()
+        reply = call_service(ros_node, LoadOracle, service,
+                             LoadOracle.Request(oracle_path=str(path)), timeout=5)
+        assert time.monotonic() - start < 2.0
+        assert (reply.success, reply.message, list(reply.problems)) == (
+            False, "oracle not loaded",
+            [f"{path}: cannot read oracle: {reason}, not a regular file"])
+    assert call_service(ros_node, Trigger, f"{namespace}/oracle_node/reset",
+                        Trigger.Request(), timeout=5).success
 
     # JSON that is no oracle, or nested past the limit: refused, never read as a path
     deep = nested_oracle(500)
@@ -217,6 +235,15 @@ def test_hostile_messages_never_stop_the_node_judging(
                                     QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
     wait_for(lambda: pub.get_subscription_count() >= 1, 30, "the oracle node subscribing")
     wait_for(lambda: listener.steps, 30, "the plan announcement")
+    # A flood of ever new problems (a new id in each message) is a flood all the same.
+    flood = 300
+    first = json.loads(trace.read_text().splitlines()[0])
+    for i in range(flood):
+        msg = record_to_msg(first)
+        msg.objects.append(ObjectState(id=f"ghost_{i}", kind="object"))
+        msg.objects[-1].pose.position.x = math.nan
+        pub.publish(msg)
+        time.sleep(0.002)
     rng = random.Random(7)
     sent = {"garbage": 0, "bit_flips": 0, "hostile_values": 0}
     for record in (json.loads(line) for line in trace.read_text().splitlines()):
@@ -260,9 +287,20 @@ def test_hostile_messages_never_stop_the_node_judging(
     log = processes.log("oracle_node")
     assert "Traceback" not in log
     assert min(sent.values()) > 5, sent
-    # each distinct problem said once, not once per hostile message
-    assert log.count("object 'ghost': position") <= 3  # inf, -inf, nan: three problems
-    assert log.count("joint 'lid': q_open and q_closed must differ") == 1
+    # Each distinct problem is said at most once, and at most one problem line a second per
+    # severity (the run takes 2-3 s): far fewer lines than the hundreds of distinct problems.
+    said = [re.sub(r"( \(\d+ more [^)]*\))+$", "", line.split("]: ", 1)[1])
+            for line in log.splitlines()
+            if ("state skipped" in line or "bad WorldState message" in line)
+            and "stream problems this episode" not in line]
+    assert len(said) == len(set(said)) and len(said) <= 12, said
+    assert sum("ghost_" in text for text in said) <= 6, said
+    # ... and all of them counted: the verdict says how many, the ones held back too
+    digest = [line for line in log.splitlines() if "stream problems this episode" in line]
+    assert len(digest) == 1, log
+    total, distinct = (int(n) for n in re.findall(
+        r"episode: (\d+) problems, (\d+) distinct", digest[0])[0])
+    assert distinct >= flood * 2 // 3 and total >= distinct, digest
 
 
 def test_an_oracle_naming_an_unknown_entity_says_so_once(

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
 from rclpy.node import Node
@@ -19,7 +23,7 @@ SCENE = "libero10_book_caddy"
 
 
 def test_sim_node_services_and_topics(ros_node: Node, processes: Processes,
-                                      namespace: str) -> None:
+                                      namespace: str, tmp_path: Path) -> None:
     states: list[WorldState] = []
     joints: list[JointState] = []
     images: list[Image] = []
@@ -92,6 +96,20 @@ def test_sim_node_services_and_topics(ros_node: Node, processes: Processes,
     n = len(states)
     wait_for(lambda: len(states) > n + 2, what="states after the second reset")
     assert min(msg_to_state(m).t for m in states[n:]) < 0.5
+
+    # A scene path that is no regular file is refused at once, naming it (a FIFO once blocked
+    # the physics thread for good), and the world runs on.
+    fifo = tmp_path / "scene.yaml"
+    os.mkfifo(fifo)
+    for scene, reason in ((fifo, "a named pipe (FIFO)"), ("/dev/zero", "a character device")):
+        start = time.monotonic()
+        bad = call_service(ros_node, ResetScene, f"{namespace}/sim_node/reset", ResetScene.Request(
+            scene=str(scene), seed=0, request_id=f"reset-{scene}"), timeout=5)
+        assert time.monotonic() - start < 2.0
+        assert (bad.success, bad.message) == (
+            False, f"{scene}: cannot read scene: {reason}, not a regular file")
+    t = msg_to_state(states[-1]).t
+    wait_for(lambda: msg_to_state(states[-1]).t > t + 0.2, what="the world running on")
 
     # The expert with a fault: the service answers with the ground truth the offline run has.
     t_call = msg_to_state(states[-1]).t  # world time now, give or take a state

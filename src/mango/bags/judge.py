@@ -19,11 +19,12 @@ import os
 import traceback
 from array import array
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from mango.bags.reader import BagReader
 from mango.bags.states import (
+    Bag,
     StreamProblems,
+    bag_name,
+    bag_reader,
     iter_bag_world_states,
     iter_episode,
     no_messages,
@@ -61,7 +62,7 @@ class SpanResult:
     failure: str | None = None  # what stopped the span early (the topic's type, the bag)
 
 
-def auto_jobs(bag: str | Path, jobs: int) -> int:
+def auto_jobs(bag: Bag, jobs: int) -> int:
     """Worker count for `jobs` (0 = one per usable core when the bag is big enough)."""
     if jobs > 0:
         return jobs
@@ -69,10 +70,10 @@ def auto_jobs(bag: str | Path, jobs: int) -> int:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cores = os.cpu_count() or 1
-    return cores if BagReader(bag).size >= PARALLEL_MIN_BYTES else 1
+    return cores if bag_reader(bag).size >= PARALLEL_MIN_BYTES else 1
 
 
-def evaluate_span(bag: str | Path, topic: str, tracker: StepTracker,
+def evaluate_span(bag: Bag, topic: str, tracker: StepTracker,
                   span: tuple[int, int] | None) -> SpanResult:
     """Decode the span's states and evaluate every action's condition in each."""
     out = SpanResult()
@@ -103,7 +104,7 @@ def evaluate_span(bag: str | Path, topic: str, tracker: StepTracker,
     return out
 
 
-def _worker(conn: multiprocessing.connection.Connection, bag: str | Path, topic: str,
+def _worker(conn: multiprocessing.connection.Connection, bag: Bag, topic: str,
             tracker: StepTracker, span: tuple[int, int]) -> None:
     try:
         conn.send(("ok", evaluate_span(bag, topic, tracker, span)))
@@ -121,11 +122,13 @@ def _spans(size: int, jobs: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise([*cuts, size + 1]))
 
 
-def judge_parallel(bag: str | Path, topic: str, tracker: StepTracker, jobs: int) -> Report:
+def judge_parallel(bag: Bag, topic: str, tracker: StepTracker, jobs: int,
+                   problems: StreamProblems | None = None) -> Report:
     """Judge the bag's last episode (restarting where world time goes back) with `jobs`
     processes: this one tracks the first span state by state while forked workers evaluate
     the later spans; then the tracker runs on through the workers' results."""
-    spans = _spans(BagReader(bag).size, jobs)
+    bag = bag_reader(bag)
+    spans = _spans(bag.size, jobs)
     ctx = multiprocessing.get_context("fork")
     workers = []
     try:
@@ -136,7 +139,7 @@ def judge_parallel(bag: str | Path, topic: str, tracker: StepTracker, jobs: int)
             proc.start()
             child.close()
             workers.append((proc, parent))
-        problems = StreamProblems(topic)
+        problems = problems or StreamProblems(topic)
         count, last = track_states(tracker, iter_bag_world_states(bag, topic, spans[0], problems),
                                    problems=problems)
         count += problems.skipped_messages  # messages read, the skipped ones too
@@ -167,6 +170,8 @@ def judge_parallel(bag: str | Path, topic: str, tracker: StepTracker, jobs: int)
             base = j * n
             while skipped and skipped[-1][0] == j:
                 _report_skipped(problems, skipped.pop(), count, last)
+            if problems.held is not None:
+                problems.usable()
 
             def value_of(i: int, base: int = base, values: bytearray = values,
                          errors: dict[int, str] = errors) -> bool:
@@ -184,10 +189,11 @@ def judge_parallel(bag: str | Path, topic: str, tracker: StepTracker, jobs: int)
         for entry in reversed(skipped):  # after the span's last kept state
             _report_skipped(problems, entry, count, last)
         if r.failure is not None:  # after the states before it, as a sequential pass would
-            raise InputError(r.failure, file=str(bag))
+            raise InputError(r.failure, file=bag_name(bag))
         count += len(r.ts) + len(r.skipped)
     if count == 0:
         raise no_messages(bag, topic)
+    problems.messages = count
     return tracker.finish()
 
 
@@ -203,27 +209,37 @@ def _report_skipped(problems: StreamProblems, entry: tuple[int, int, float | Non
         problems.invalid(t_bad, why)
 
 
-def judge_bag(bag: str | Path, tracker: StepTracker, topic: str = "/world_state",
-              episode: int | None = None, jobs: int = 1) -> Report:
+def judge_bag(bag: Bag, tracker: StepTracker, topic: str = "/world_state",
+              episode: int | None = None, jobs: int = 1,
+              problems: StreamProblems | None = None) -> Report:
     """Feed one episode's states to `tracker` and finish it; what `mango replay` does.
 
     The default (last) episode is judged in a single pass, restarting the tracker where world
     time goes back, exactly what the oracle node does live. With `jobs` > 1 that pass uses
     that many processes (0: one per core for a big bag); see `judge_parallel`. A chosen
-    `episode` is judged in this process.
+    `episode` is judged in this process. What was skipped is counted in `problems`; a run
+    in which no state could be judged is an `InputError` saying why, not a verdict.
     """
+    bag = bag_reader(bag)
+    problems = problems if problems is not None else StreamProblems(topic)
+    report = None
     if episode is None and jobs != 1:
         jobs = auto_jobs(bag, jobs)
         if jobs > 1:
             try:
-                return judge_parallel(bag, topic, tracker, jobs)
+                report = judge_parallel(bag, topic, tracker, jobs, problems)
             except WorkerFailed as exc:  # e.g. killed for memory: do it in one
                 log.warning("parallel replay failed (%s); judging in one process", exc)
                 tracker.reset()
-    problems = StreamProblems(topic)
-    if episode is not None:
-        track_states(tracker, iter_episode(bag, topic, episode, problems), problems=problems)
-    else:
-        track_states(tracker, iter_bag_world_states(bag, topic, problems=problems),
-                     problems=problems)
-    return tracker.finish()
+                problems.restart()
+    if report is None:
+        if episode is not None:
+            track_states(tracker, iter_episode(bag, topic, episode, problems),
+                         problems=problems)
+        else:
+            track_states(tracker, iter_bag_world_states(bag, topic, problems=problems),
+                         problems=problems)
+        report = tracker.finish()
+    if report.n_states == 0:
+        raise problems.nothing_usable(bag, episode)
+    return report

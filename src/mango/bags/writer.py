@@ -127,11 +127,13 @@ class BagWriter:
         """Finish the MCAP (summary, footer) and write the final metadata."""
         if self._closed:
             return
-        self._mcap.add_metadata("rosbag2", {"serialized_metadata": yaml.safe_dump(
-            self._metadata()["rosbag2_bagfile_information"]), "version": "9"})
-        self._mcap.finish()
-        self._fh.close()
         self._closed = True
+        try:
+            self._mcap.add_metadata("rosbag2", {"serialized_metadata": yaml.safe_dump(
+                self._metadata()["rosbag2_bagfile_information"]), "version": "9"})
+            self._mcap.finish()
+        finally:  # the file is closed even when the disk is full (the error still goes up)
+            self._fh.close()
         self._write_metadata()
 
     def __enter__(self) -> BagWriter:

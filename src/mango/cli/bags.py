@@ -8,6 +8,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from mango.cli.bounds import MAX_PROCESSES
 from mango.cli.verdicts import ExitCodeOpt, exit_for
 from mango.errors import InputError
 
@@ -35,8 +36,8 @@ def _fail(exc: InputError) -> NoReturn:
 def record(
     output: Annotated[Path, typer.Option("-o", "--output", help="Bag directory to create.")],
     topics: Annotated[list[str] | None, typer.Argument(help="Topics (default: all).")] = None,
-    duration: Annotated[float, typer.Option(help="Stop after this many seconds (0: Ctrl-C).")]
-    = 0.0,
+    duration: Annotated[float, typer.Option(
+        min=0, help="Stop after this many seconds (0: Ctrl-C).")] = 0.0,
 ) -> None:
     """Record topics to a rosbag2 MCAP bag (readable by `ros2 bag` and Foxglove)."""
     import time
@@ -53,6 +54,7 @@ def record(
         _fail(exc)
     rclpy.init()
     node = None
+    failed: OSError | None = None
     try:
         node = BagRecorder(str(output), list(topics or []))
         executor = SingleThreadedExecutor()
@@ -64,12 +66,23 @@ def record(
         pass
     except (FileExistsError, NotADirectoryError) as exc:
         _fail(InputError(str(exc)))
+    except OSError as exc:  # a full disk: stop; what reached the disk stays a readable bag
+        failed = exc
     finally:
         if node is not None:
             count = node.writer.message_count
-            node.destroy_node()
-            sys.stderr.write(f"recorded {count} messages to {output}\n")
+            try:
+                node.destroy_node()
+            except OSError as exc:  # closing writes the summary: the same full disk again
+                failed = failed or exc
+            if failed is None:
+                sys.stderr.write(f"recorded {count} messages to {output}\n")
         rclpy.try_shutdown()
+    if failed is not None:
+        where = failed.filename or (node.writer.path / node.writer.file_name if node is not None
+                                    else output)
+        _fail(InputError(f"cannot write: {failed.strerror or failed}; the bag keeps what "
+                         "reached the disk before (`mango bag info` reads it)", file=str(where)))
 
 
 def replay(
@@ -80,7 +93,8 @@ def replay(
     hold: Annotated[int, typer.Option(min=1)] = 1,
     episode: EpisodeOpt = None,
     jobs: Annotated[int, typer.Option(
-        min=0, help="Processes (0: one per core when the bag is big enough to gain).")] = 0,
+        min=0, max=MAX_PROCESSES,
+        help="Processes (0: one per core when the bag is big enough to gain).")] = 0,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
     exit_code: ExitCodeOpt = False,
 ) -> None:
@@ -91,20 +105,26 @@ def replay(
     """
     from rich.console import Console
 
+    from mango.bags import BagReader
     from mango.bags.judge import judge_bag
-    from mango.bags.states import world_state_topic
+    from mango.bags.states import StreamProblems, world_state_topic
     from mango.oracle import FunctionLibrary, StepTracker
     from mango.oracle.cli_render import render_report
     from mango.oracle.predicates import EvaluationError
 
     try:
         library = FunctionLibrary.load(functions) if functions else FunctionLibrary.default()
-        topic = world_state_topic(bag, topic)
-        report = judge_bag(bag, StepTracker(oracle, library, hold=hold), topic, episode,
-                           jobs=jobs)
+        reader = BagReader(bag)  # one reader: what it finds in the file is said once
+        topic = world_state_topic(reader, topic)
+        problems = StreamProblems(topic)
+        report = judge_bag(reader, StepTracker(oracle, library, hold=hold), topic, episode,
+                           jobs=jobs, problems=problems)
     except (InputError, EvaluationError) as exc:
         _fail(InputError(str(exc)) if not isinstance(exc, InputError) else exc)
     render_report(report, Console(), json_output=json_output)
+    skipped = problems.summary()
+    if skipped:
+        sys.stderr.write(f"{skipped}\n")
     exit_for(report.verdict, exit_code)
 
 
@@ -134,12 +154,15 @@ def info(bag: Annotated[Path, typer.Argument(help="Bag directory or .mcap file."
         table.add_row(name, msgtype, str(n))
     console = Console()
     console.print(table)
+    for file, n in reader.recordings.items():
+        console.print(f"[yellow]{file.name} holds {n} recordings one after another (MCAP files "
+                      "concatenated): all are read, in file order, and counted above[/]")
     if reader.truncated:
-        console.print("[yellow]the bag ends early (recorder killed?); "
+        console.print("[yellow]the bag (or a recording in it) ends early (recorder killed?); "
                       "`mango bag repair` rewrites it whole[/]")
     if reader.corrupt:
-        console.print(f"[yellow]{reader.corrupt} damaged record(s) skipped (the warnings say "
-                      "where); `mango bag repair` copies what is readable[/]")
+        console.print(f"[yellow]{reader.corrupt} damaged place(s) skipped (the warnings give "
+                      "their byte offsets); `mango bag repair` copies what is readable[/]")
 
 
 @bag_app.command("export")
@@ -154,7 +177,10 @@ def export(
 ) -> None:
     """Write the recorded world states of one episode (default: the last) as a spec §3
     trace, for `mango oracle check`."""
-    from mango.bags.states import iter_episode, world_state_topic
+    import itertools
+
+    from mango.bags import BagReader
+    from mango.bags.states import StreamProblems, iter_episode, world_state_topic
     from mango.cli.outputs import beside, output_file, output_file_in, write_error
     from mango.oracle.world_state import write_trace
 
@@ -164,13 +190,22 @@ def export(
         _exists(bag)
         path = (output_file(target, "trace file") if output is None
                 else output_file_in(output, target.name, "trace file"))
-        topic = world_state_topic(bag, topic)
-        n = write_trace(path, iter_episode(bag, topic, episode))
+        reader = BagReader(bag)  # one reader: what it finds in the file is said once
+        topic = world_state_topic(reader, topic)
+        problems = StreamProblems(topic)
+        states = iter_episode(reader, topic, episode, problems)
+        # the first usable state before the file is opened: a topic without one is an error
+        # that leaves no empty trace behind
+        first = next(states, None)
+        n = write_trace(path, itertools.chain([] if first is None else [first], states))
     except InputError as exc:
         _fail(exc)
     except OSError as exc:
         _fail(write_error(exc, output or target))
     sys.stderr.write(f"wrote {n} states to {path}\n")
+    skipped = problems.summary("exported")
+    if skipped:
+        sys.stderr.write(f"{skipped}\n")
 
 
 @bag_app.command("repair")
@@ -204,8 +239,14 @@ def repair(
     try:
         reader = BagReader(bag)
         qos = reader.offered_qos()
+        types: dict[str, str] = {}  # topic -> type, as the new bag has it
         with BagWriter(partial / output.name) as writer:
             for m in reader.messages():
+                if types.setdefault(m.topic, m.msgtype) != m.msgtype:
+                    raise InputError(f"topic {m.topic} carries {types[m.topic]} in one "
+                                     f"recording and {m.msgtype} in another: one bag cannot "
+                                     "hold both (split the file where the second recording "
+                                     "begins)", file=str(bag))
                 writer.add_topic(m.topic, m.msgtype, qos.get(m.topic))
                 writer.write(m.topic, m.data, m.log_time_ns)
             n = writer.message_count
@@ -214,4 +255,7 @@ def repair(
         _fail(exc if isinstance(exc, InputError) else InputError(str(exc), file=str(output)))
     finally:
         shutil.rmtree(partial, ignore_errors=True)
-    sys.stderr.write(f"wrote {n} messages to {output}\n")
+    recordings = sum(reader.recordings.values()) + len(reader.files) - len(reader.recordings)
+    sys.stderr.write(f"wrote {n} messages to {output}"
+                     + (f" (from {recordings} recordings)" if recordings > len(reader.files)
+                        else "") + "\n")

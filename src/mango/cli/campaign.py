@@ -1,8 +1,9 @@
 """`mango campaign`: many episodes, judged and summarised (commands.md §5, issue #17).
 
-`run` checks the whole campaign file first (one `error:` line naming the field, exit 2), then
-runs what the output folder does not hold yet, with a progress bar; Ctrl-C stops after
-storing what finished. `report` summarises a folder as json, md or html.
+`run` checks the whole campaign file, the output folder and its store first (one `error:` line
+naming the field or the path, exit 2), then runs what the output folder does not hold yet, with
+a progress bar; Ctrl-C stops after storing what finished. `report` summarises a folder as
+json, md or html.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
+
+from mango.cli.bounds import MAX_PROCESSES
 
 app = typer.Typer(help="Evaluation campaigns: run episodes, report statistics.",
                   no_args_is_help=True)
@@ -27,7 +30,8 @@ def run(
     campaign_file: Annotated[Path, typer.Argument(help="Campaign YAML (commands.md §5).")],
     out: Annotated[Path, typer.Option("-o", "--out", help="Output folder (resumed if it "
                                       "holds this campaign).")],
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes.")] = 1,
+    workers: Annotated[int, typer.Option("--workers", min=1, max=MAX_PROCESSES,
+                                         help="Worker processes.")] = 1,
     ray_address: Annotated[str | None, typer.Option(
         "--ray-address", help="Run on a Ray cluster (auto or HOST:PORT).")] = None,
     ros_domain_base: Annotated[int | None, typer.Option(
@@ -37,13 +41,15 @@ def run(
     """Run every episode of the campaign not yet stored in OUT."""
     from rich.console import Console
 
-    from mango.cli.outputs import run_progress
+    from mango.cli.outputs import output_dir, run_progress
     from mango.errors import InputError
     from mango.evaluation.campaign import load_campaign
     from mango.evaluation.runner import run_campaign
 
     try:
         campaign = load_campaign(campaign_file)
+        output_dir(out, "campaign output folder")
+        done_before = _stored(out)  # opens (or makes) the store: a bad one fails here
     except InputError as exc:
         _fail(str(exc))
     console = Console(stderr=True)
@@ -60,9 +66,7 @@ def run(
             progress.update(bar, completed=done, total=total or None, rate=rate,
                             description=f"{campaign.spec.name}: {result['episode']}")
 
-        summary_skipped = [0]
-        done_before = _stored(out)
-        summary_skipped[0] = done_before
+        summary_skipped = [done_before]
         progress.update(bar, completed=done_before)
         try:
             summary = run_campaign(campaign, out, workers, on_result, ray_address,
@@ -84,11 +88,11 @@ def run(
 
 
 def _stored(out: Path) -> int:
+    """Episodes the store holds (made empty if missing, so a place where it cannot be made
+    or a damaged store is an error before any episode runs)."""
     from mango.evaluation.runner import STORE_FILE
     from mango.evaluation.store import Store
 
-    if not (out / STORE_FILE).exists():
-        return 0
     with Store(out / STORE_FILE) as store:
         return len(store.done())
 
@@ -106,6 +110,7 @@ def report(
 ) -> None:
     """Summarise a campaign folder: success with Wilson intervals, oracle vs ground truth,
     pairwise comparisons, failure -> recovery, generated oracles, step timelines."""
+    from mango.cli.outputs import output_file
     from mango.evaluation import report as rep
     from mango.evaluation.metrics import summarize
     from mango.evaluation.runner import STORE_FILE
@@ -116,6 +121,8 @@ def report(
     db = folder / STORE_FILE
     if not db.is_file():
         _fail(f"{folder}: no {STORE_FILE} here (not a campaign output folder)")
+    if out is not None:
+        output_file(out, "report")
     with Store(db) as store:
         results = list(store.results())
         spec = store.meta("campaign") or {}

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from mango.cli.bounds import SeedOpt
+
 
 def register(app: typer.Typer) -> None:
     app.command("demo")(demo)
@@ -15,7 +17,7 @@ def register(app: typer.Typer) -> None:
 
 def demo(
     scene: Annotated[str, typer.Option(help="Scene name or file.")] = "libero10_soup_sauce_basket",
-    seed: Annotated[int, typer.Option()] = 0,
+    seed: SeedOpt = 0,
     fault: Annotated[str, typer.Option(help="Inject a fault: KIND@WHEN (e.g. drop@0.5).")] = "",
     out: Annotated[Path | None, typer.Option(help="Output folder (bag, report).")] = None,
     record_views: Annotated[bool, typer.Option(

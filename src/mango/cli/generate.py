@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from mango.cli.bounds import seed_option
 from mango.cli.outputs import output_dir, output_file_in, write_error
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ AblationOpt = Annotated[str, typer.Option(
 FunctionsOpt = Annotated[Path | None, typer.Option(
     "--functions", help="Function library JSON (spec §4); default: the engine's built-ins.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")]
-Module3CapOpt = Annotated[int, typer.Option("--max-iterations", help="Module III cap.")]
+Module3CapOpt = Annotated[int, typer.Option("--max-iterations", min=1, max=100,
+                                            help="Module III cap.")]
 
 
 def _fail(exc: InputError | Exception) -> NoReturn:
@@ -390,10 +392,10 @@ def minimize(
         "-o", "--out", metavar="PATH",
         help="Result JSON to write, or a folder (ends in / or exists) for TASKS.minimized.json.")],
     tau: Annotated[float, typer.Option("--tau", help="Library similarity to keep.")] = 0.95,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    generations: Annotated[int, typer.Option("--generations")] = 200,
-    patience: Annotated[int, typer.Option("--patience")] = 20,
-    evaluations: Annotated[int, typer.Option("--evaluations")] = 3,
+    seed: Annotated[int, seed_option("The search's random seed.")] = 0,
+    generations: Annotated[int, typer.Option("--generations", min=1, max=10_000)] = 200,
+    patience: Annotated[int, typer.Option("--patience", min=1, max=10_000)] = 20,
+    evaluations: Annotated[int, typer.Option("--evaluations", min=1, max=100)] = 3,
     functions: FunctionsOpt = None,
     backend: BackendOpt = "offline",
     model: ModelOpt = None,
@@ -411,8 +413,6 @@ def minimize(
         task_list = load_tasks(tasks)
         if not 0 < tau <= 1:
             raise InputError("must be in (0, 1]", field="--tau")
-        if generations < 1 or patience < 1 or evaluations < 1:
-            raise InputError("--generations, --patience and --evaluations must be >= 1")
         path = output_file_in(out, f"{tasks.stem}.minimized.json", "result file")
         embedder = MiniLMEmbedder()
     except InputError as exc:

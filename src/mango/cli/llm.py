@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from mango.cli.bounds import MAX_PROCESSES
 from mango.llm.local import DEFAULT_CTX
 
 app = typer.Typer(help="Local language models (llama.cpp on loopback).", no_args_is_help=True)
@@ -24,10 +25,14 @@ def _fail(exc: Exception) -> typer.Exit:
 @app.command()
 def serve(
     model: str = typer.Argument(..., help="A .gguf file, or a known model name (qwen0.5b)."),
-    port: int = typer.Option(8080, help="Port on 127.0.0.1 (0 picks a free one)."),
-    ctx: int = typer.Option(DEFAULT_CTX, help="Context length in tokens (shared by all slots)."),
-    threads: int = typer.Option(0, help="CPU threads (0: all cores, at most 8)."),
-    parallel: int = typer.Option(1, help="Requests served at once (slots)."),
+    port: int = typer.Option(8080, min=0, max=65535,
+                             help="Port on 127.0.0.1 (0 picks a free one)."),
+    ctx: int = typer.Option(DEFAULT_CTX, min=256, max=131_072,
+                            help="Context length in tokens (shared by all slots)."),
+    threads: int = typer.Option(0, min=0, max=MAX_PROCESSES,
+                                help="CPU threads (0: all cores, at most 8)."),
+    parallel: int = typer.Option(1, min=1, max=MAX_PROCESSES,
+                                 help="Requests served at once (slots)."),
     verify: bool = typer.Option(False, help="Hash the model file again before serving."),
 ) -> None:
     """Serve MODEL with llama.cpp's OpenAI-compatible server until Ctrl-C."""

@@ -11,8 +11,11 @@ import importlib
 
 import typer
 
+from mango.cli.boundary import ErrorBoundary
+
 app = typer.Typer(
     name="mango",
+    cls=ErrorBoundary,  # bad values, InputError and OSError: one `error:` line, exit 2
     help="Run and test VLA-enabled Franka robots with fine-grained oracles.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,

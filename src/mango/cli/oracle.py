@@ -213,16 +213,13 @@ class _TraceReader:
         self.line: int | None = None
 
     def __enter__(self) -> Iterator[WorldState]:
-        from mango.errors import InputError
+        from mango.json_files import read_lines
         from mango.oracle.world_state import iter_trace_records
 
-        try:
-            self._fh = self.path.open(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot read trace: {exc.strerror}", file=str(self.path)) from None
+        self._lines = read_lines(self.path, "trace")  # a FIFO or a device: refused here
 
         def states() -> Iterator[WorldState]:
-            for lineno, state in iter_trace_records(self._fh, file=str(self.path)):
+            for lineno, state in iter_trace_records(self._lines, file=str(self.path)):
                 self.line = lineno
                 yield state
 
@@ -232,11 +229,9 @@ class _TraceReader:
         from mango.errors import InputError
         from mango.oracle.predicates import EvaluationError
 
-        self._fh.close()
+        self._lines.close()
         if isinstance(exc, EvaluationError) and exc.file is None:
             raise EvaluationError(exc.message, file=str(self.path), line=self.line) from None
-        if isinstance(exc, UnicodeDecodeError):
-            raise InputError("not UTF-8 text", file=str(self.path)) from None
         if isinstance(exc, InputError) and exc.file is None and exc.field == "t":
             raise InputError(exc.message, file=str(self.path), line=self.line, field="t") from None
 
@@ -244,19 +239,16 @@ class _TraceReader:
 def _goal_text(goal: str) -> tuple[str, str | None]:
     """A goal argument is an expression unless it names an existing file."""
     from mango.errors import InputError
-    from mango.json_files import parse_json
+    from mango.json_files import parse_json, read_text
 
     p = Path(goal)
     try:
-        is_file = p.is_file()
-    except OSError:
-        is_file = False
-    if not is_file:
+        exists = p.exists()  # a FIFO or a folder too: refused as a file, not read as a goal
+    except (OSError, ValueError):
+        exists = False
+    if not exists:
         return goal, None
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read goal: {exc}", file=goal) from None
+    text = read_text(p, "goal")
     if text.lstrip().startswith("{"):
         data = parse_json(text, goal)
         g = data.get("goal") if isinstance(data, dict) else None

@@ -15,6 +15,8 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from mango.cli.bounds import MAX_IMAGE_SIDE, SeedOpt
+
 app = typer.Typer(help="Perception: detections with 3-D boxes in the world, marker sheets.",
                   no_args_is_help=True)
 
@@ -28,13 +30,15 @@ def _fail(message: str, code: int) -> NoReturn:
 def detect(
     phrases: Annotated[list[str], typer.Argument(help="Noun phrases ('the black bowl').")],
     scene: Annotated[str, typer.Option("--scene", "-s", help="Scene name or YAML path.")],
-    seed: Annotated[int, typer.Option("--seed", help="Initial-placement seed.")] = 0,
+    seed: SeedOpt = 0,
     backend: Annotated[str, typer.Option("--backend", help="Perception backend.")] = "sim",
     camera: Annotated[str, typer.Option("--camera", help="Camera to look with.")] = "front",
     max_results: Annotated[int, typer.Option(
         "--max-results", help="Detections per phrase at most (0: no limit).", min=0)] = 1,
-    width: Annotated[int, typer.Option("--width", min=16, help="Image width.")] = 640,
-    height: Annotated[int, typer.Option("--height", min=16, help="Image height.")] = 480,
+    width: Annotated[int, typer.Option("--width", min=16, max=MAX_IMAGE_SIDE,
+                                       help="Image width.")] = 640,
+    height: Annotated[int, typer.Option("--height", min=16, max=MAX_IMAGE_SIDE,
+                                        help="Image height.")] = 480,
     weights: Annotated[Path | None, typer.Option(
         "--weights", help="Local model folder (owlv2, grounding_dino).")] = None,
     marker_map: Annotated[Path | None, typer.Option(
@@ -43,12 +47,14 @@ def detect(
 ) -> None:
     """Detect PHRASE... in the scene's initial state at SEED, seen by CAMERA."""
     from mango.errors import InputError
-    from mango.perception.base import PerceptionConfig, PerceptionError
+    from mango.perception.base import PerceptionConfig, PerceptionError, phrases_problem
     from mango.perception.registry import backend_entry, make_backend
     from mango.perception.sim_frames import sim_frame
     from mango.sim.env import SimEnv, as_scene
 
     try:
+        if (why := phrases_problem(phrases)) is not None:
+            raise InputError(why, field="PHRASES")
         entry = backend_entry(backend)
         sc = as_scene(scene)
         env = SimEnv(sc, seed, cameras=(camera,), image_size=(width, height))
@@ -101,8 +107,9 @@ def _print(out: dict) -> None:
         console.print(f"[yellow]{m}[/yellow]")
 
 
-def _ids(text: str) -> list[int]:
-    """'0-4,7' -> [0, 1, 2, 3, 4, 7]."""
+def _ids(text: str, n_ids: int) -> list[int]:
+    """'0-4,7' -> [0, 1, 2, 3, 4, 7]; every id of the dictionary (0..n_ids-1), at most n_ids
+    of them, checked before a range is expanded (0-999999999 is one error, not gigabytes)."""
     from mango.errors import InputError
 
     out: list[int] = []
@@ -110,19 +117,28 @@ def _ids(text: str) -> list[int]:
         part = part.strip()
         try:
             if "-" in part:
-                a, b = part.split("-", 1)
-                out.extend(range(int(a), int(b) + 1))
+                a, b = (int(v) for v in part.split("-", 1))
             elif part:
-                out.append(int(part))
+                a = b = int(part)
+            else:
+                continue
         except ValueError:
             raise InputError(f"'{part}' is not an id or a range like 0-4", field="--ids") from None
+        if not 0 <= a <= b < n_ids:
+            raise InputError(f"'{part}' is not within the dictionary's ids, 0..{n_ids - 1}"
+                             + (" (a range goes up: 0-4)" if a > b else ""), field="--ids")
+        if len(out) + b - a + 1 > n_ids:
+            raise InputError(f"more ids than the dictionary has ({n_ids})", field="--ids")
+        out.extend(range(a, b + 1))
     return out
 
 
 @app.command("markers")
 def markers(
-    ids: str = typer.Option(..., "--ids", help="marker ids: 0-4,7"),
-    size_mm: float = typer.Option(..., "--size-mm", help="side of the black square, mm"),
+    ids: str = typer.Option(..., "--ids", help="marker ids: 0-4,7 (each in the dictionary, "
+                            "at most its size in all)"),
+    size_mm: float = typer.Option(..., "--size-mm", help="side of the black square, mm (two "
+                                  "pixels a cell at --dpi up to the page's width)"),
     output: Path = typer.Option(..., "-o", "--output", help="sheet.png or sheet.pdf"),
     dictionary: str = typer.Option("4x4_50", "--dictionary",
                                    help="4x4_50, 5x5_100, apriltag_36h11, ..."),
@@ -135,15 +151,17 @@ def markers(
     from mango.cli.outputs import output_file, write_error
     from mango.errors import InputError
     from mango.perception.sheet import marker_sheet, write_sheet
+    from mango.sim.markers import dictionary_size
 
     try:
         path = output_file(output, "marker sheet")
-        img = marker_sheet(dictionary, _ids(ids), size_mm, dpi=dpi, page=page)
+        marker_ids = _ids(ids, dictionary_size(dictionary))
+        img = marker_sheet(dictionary, marker_ids, size_mm, dpi=dpi, page=page)
         try:
             write_sheet(path, img, dpi)
         except OSError as exc:
             raise write_error(exc, path) from None
     except InputError as exc:
         _fail(str(exc), 2)
-    Console().print(f"{output}: {len(_ids(ids))} markers ({dictionary}), {size_mm:g} mm "
+    Console().print(f"{output}: {len(marker_ids)} markers ({dictionary}), {size_mm:g} mm "
                     f"squares at {dpi} DPI on {page}; print at 100 % scale")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from mango.cli.bounds import SeedOpt
 from mango.cli.verdicts import ExitCodeOpt, exit_for
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def run(
         help="expert | openpi | openvla | lerobot (default expert).")] = None,
     fault: Annotated[str | None, typer.Option(
         help="Fault for the expert, KIND@WHEN (e.g. drop@0.5, skip@1).")] = None,
-    seed: Annotated[int, typer.Option(help="Scene seed.")] = 0,
+    seed: SeedOpt = 0,
     bag: Annotated[str | None, typer.Option(help="Record the run to this bag directory.")] = None,
     record_views: Annotated[bool, typer.Option(
         "--record-views", help="With --bag: also record what the rviz/Foxglove layouts show "
@@ -46,7 +47,8 @@ def run(
     preset: Annotated[str | None, typer.Option(help="Observation preset (policy family).")
                       ] = None,
     host: Annotated[str | None, typer.Option(help="openpi server host.")] = None,
-    port: Annotated[int | None, typer.Option(help="openpi server port.")] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="openpi server port.")
+                    ] = None,
     url: Annotated[str | None, typer.Option(help="OpenVLA /act URL.")] = None,
     checkpoint: Annotated[str | None, typer.Option(help="LeRobot checkpoint directory.")
                           ] = None,
@@ -57,8 +59,8 @@ def run(
         "--attach", help="Run on the stack `mango bringup sim` left running, not a new one.")
                       ] = False,
     max_steps: Annotated[int | None, typer.Option(
-        "--max-steps", min=1, help="Stop the policy after this many actions (default: the "
-        "scene's horizon at 15 Hz).")] = None,
+        "--max-steps", min=1, max=1_000_000, help="Stop the policy after this many actions "
+        "(default: the scene's horizon at 15 Hz).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the nodes' output.")
                        ] = False,
     exit_code: ExitCodeOpt = False,

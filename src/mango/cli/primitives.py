@@ -15,11 +15,12 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
+from mango.cli.bounds import SeedOpt
+
 app = typer.Typer(help="Grasp and place primitives grounded in perception (embedded sim).",
                   no_args_is_help=True)
 
 SceneOpt = Annotated[str, typer.Option("--scene", "-s", help="Scene name or YAML path.")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Initial-placement seed.")]
 BackendOpt = Annotated[str, typer.Option("--perception", help="Perception backend.")]
 CameraOpt = Annotated[str, typer.Option("--camera", help="Camera to look with.")]
 

@@ -16,12 +16,16 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
+from mango.cli.bounds import MAX_IMAGE_SIDE, MAX_SEED_COUNT, SEED_MAX, SeedOpt
+
 if TYPE_CHECKING:
     from mango.errors import InputError
     from mango.sim.runner import EpisodeResult
 
 app = typer.Typer(help="Embedded MuJoCo Franka: LIBERO-10 scenes, scripted expert, faults.",
                   no_args_is_help=True)
+
+MAX_CAMERA_RATE = 1000.0  # Hz: a sensor's update rate; past this a world renders nothing else
 
 SceneOpt = Annotated[str, typer.Option("--scene", "-s", help="Scene name (e.g. stove_moka) or "
                                        "path to a scene YAML.")]
@@ -89,7 +93,7 @@ def objects(
 def run(
     scene: SceneOpt,
     trace: Annotated[Path, typer.Option("--trace", help="Output world-state trace (JSONL).")],
-    seed: Annotated[int, typer.Option("--seed", help="Initial-placement seed.")] = 0,
+    seed: SeedOpt = 0,
     fault: Annotated[str | None, typer.Option(
         "--fault", help="Inject KIND@WHEN: drop@FRACTION, stall@SECONDS, skip@STEP, "
         "wrong_object@STEP, wrong_place@STEP, knock_out@STEP.")] = None,
@@ -183,8 +187,10 @@ def _summary(console, result: EpisodeResult, trace: Path, labels: Path,
 def evaluate(
     scene: Annotated[list[str] | None, typer.Option(
         "--scene", "-s", help="Scene(s) to evaluate (default: all shipped scenes).")] = None,
-    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per scene.")] = 20,
-    start: Annotated[int, typer.Option("--start", help="First seed.")] = 0,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, max=MAX_SEED_COUNT,
+                                       help="Seeds per scene.")] = 20,
+    start: Annotated[int, typer.Option("--start", min=0, max=SEED_MAX,
+                                       help="First seed.")] = 0,
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Expert success rate per scene: every step done, and the oracle and goal agree."""
@@ -198,10 +204,12 @@ def evaluate(
     from mango.sim.env import as_scene
     from mango.sim.runner import load_oracle_json, run_episode
     from mango.sim.scene import list_scenes, load_scene
+    from mango.sim.seeds import check_seed_range
 
     console = Console(stderr=True)
     rows = []
     try:
+        check_seed_range(start, seeds, field="--start")
         specs = [as_scene(s) for s in scene] if scene else [load_scene(p) for p in list_scenes()]
         # one bar over every run (not a line per seed), gone once the table is printed
         with run_progress(console) as progress:
@@ -247,11 +255,13 @@ def export_sdf(
     output: Annotated[str | None, typer.Option(
         "--output", "-o", metavar="PATH", help="The SDF file, or a folder (ends in / or "
         "exists) for SCENE.sdf; default: stdout.")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Initial-placement seed.")] = 0,
+    seed: SeedOpt = 0,
     image_size: Annotated[tuple[int, int], typer.Option(
-        "--image-size", help="Scene cameras' image width and height.")] = (224, 224),
+        "--image-size", help=f"Scene cameras' image width and height (1..{MAX_IMAGE_SIDE})."
+    )] = (224, 224),
     camera_rate: Annotated[float, typer.Option(
-        "--camera-rate", help="Scene cameras' frames per second.")] = 10.0,
+        "--camera-rate", help=f"Scene cameras' frames per second (above 0, at most "
+        f"{MAX_CAMERA_RATE:g}).")] = 10.0,
 ) -> None:
     """Write the scene as a Gazebo (gz-sim) world, SDFormat 1.9: table, objects and fixtures
     where the embedded sim places them for --seed, the scene cameras as camera sensors; the
@@ -262,9 +272,12 @@ def export_sdf(
     from mango.sim.sdf import scene_world_sdf
 
     try:
-        if min(image_size) < 1 or not camera_rate > 0:
-            raise InputError("image sizes and the camera rate must be positive",
-                             field="--image-size" if min(image_size) < 1 else "--camera-rate")
+        if not (min(image_size) >= 1 and max(image_size) <= MAX_IMAGE_SIDE):
+            raise InputError(f"an image side is 1..{MAX_IMAGE_SIDE} pixels, not "
+                             f"{image_size[0]}x{image_size[1]}", field="--image-size")
+        if not 0 < camera_rate <= MAX_CAMERA_RATE:
+            raise InputError(f"the camera rate is more than 0 and at most "
+                             f"{MAX_CAMERA_RATE:g} Hz, not {camera_rate}", field="--camera-rate")
         sc = as_scene(scene)
         target = None if output is None else output_file_in(output, f"{sc.name}.sdf",
                                                             "SDF world")

@@ -17,6 +17,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
+from mango.cli.bounds import SeedOpt
 from mango.cli.verdicts import ExitCodeOpt, exit_for
 
 app = typer.Typer(help="Orchestrated tasks: plan, act, monitor, halt, recover (embedded sim).",
@@ -40,7 +41,7 @@ def run(
         "--mode", help="vla_only | tools_only | full | motor.")],
     monitor: Annotated[str, typer.Option(
         "--monitor", help="none | oracle | gt | vlm (a model looks at the camera).")],
-    seed: Annotated[int, typer.Option("--seed", help="Initial-placement seed.")] = 0,
+    seed: SeedOpt = 0,
     instruction: Annotated[str | None, typer.Option(
         "--instruction", help="What to do (default: the scene's task).")] = None,
     decider: Annotated[str, typer.Option(
@@ -56,9 +57,9 @@ def run(
         "--record", help="Folder for the episode record (episode.jsonl), result.json and "
         "trace.jsonl.")] = None,
     monitor_hz: Annotated[float, typer.Option(
-        "--monitor-hz", help="How often the monitor context is read.")] = 15.0,
+        "--monitor-hz", min=0, max=1000, help="How often the monitor context is read.")] = 15.0,
     no_progress_s: Annotated[float, typer.Option(
-        "--no-progress-s", help="Oracle monitor: no step completion for this long fails.")
+        "--no-progress-s", min=0, help="Oracle monitor: no step completion for this long fails.")
     ] = 10.0,
     backend: Annotated[str | None, typer.Option(
         "--backend", help="The model's backend: openai (default for vlm), local (default for "
@@ -69,7 +70,8 @@ def run(
         "--opt", help="Backend option KEY=VALUE (repeatable), e.g. "
         "base_url=http://127.0.0.1:8080/v1")] = None,
     vlm_monitor_hz: Annotated[float, typer.Option(
-        "--vlm-monitor-hz", help="How often the vlm monitor sends images (VoLo: 0.2).")
+        "--vlm-monitor-hz", min=0, max=1000,
+        help="How often the vlm monitor sends images (VoLo: 0.2).")
     ] = 0.2,
     json_output: Annotated[bool, typer.Option("--json")] = False,
     exit_code: ExitCodeOpt = False,

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from mango.control.kinematics import FR3_ARM_JOINTS, fr3_joint_transform
-from mango.errors import InputError
+from mango.errors import InputError, read_user_text
 from mango.geometry import axis_angle_to_mat, mat_to_quat, quat_to_mat
 
 _MOVING = ("revolute", "continuous", "prismatic")
@@ -249,9 +249,9 @@ def load_robot_description(path: str | Path | None = None) -> tuple[RobotDescrip
     """A URDF file (default: franky-sim's FR3) parsed, mesh paths absolute; and its path."""
     file = Path(path) if path else franky_sim_assets() / "fr3.urdf"
     try:
-        text = file.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read the URDF: {exc.strerror}", file=str(file),
+        text = read_user_text(file, "the URDF")
+    except InputError as exc:
+        raise InputError(exc.message, file=exc.file, line=exc.line,
                          field="robot_description") from None
     xml = absolute_mesh_uris(text, file.parent)
     return RobotDescription.parse(xml, str(file)), str(file)

@@ -21,9 +21,12 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationError,
+    field_validator,
+    model_validator,
 )
 
 from mango.errors import InputError, from_validation_error
+from mango.sim.seeds import MAX_SEED_COUNT, SEED_MAX
 from mango.yaml_files import read_yaml_mapping
 
 if TYPE_CHECKING:
@@ -90,8 +93,27 @@ System = Annotated[PolicySystem | TaskSystem, Field(discriminator="kind")]
 
 
 class SeedRange(_Strict):
-    start: int = Field(0, ge=0)
-    count: int = Field(..., ge=1, le=10_000)
+    """Every seed a campaign runs is a seed (0..2**32-1, `mango.sim.seeds`): what numpy seeds
+    and the store's INTEGER column hold, checked before any episode runs."""
+
+    start: int = Field(0, ge=0, le=SEED_MAX)
+    count: int = Field(..., ge=1, le=MAX_SEED_COUNT)
+
+    @field_validator("start", "count", mode="before")
+    @classmethod
+    def _whole(cls, value: object) -> object:
+        """YAML's `1.0e+20` is a float: a whole one is checked as the integer it is (against
+        the range), not refused as too big to parse."""
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
+
+    @model_validator(mode="after")
+    def _last_seed(self) -> SeedRange:
+        if self.start + self.count - 1 > SEED_MAX:
+            raise ValueError(f"{self.count} seeds from {self.start} run past the last seed, "
+                             f"{SEED_MAX}")
+        return self
 
 
 class CampaignFile(_Strict):

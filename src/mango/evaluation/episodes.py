@@ -106,9 +106,14 @@ def write_episode(out: str | Path, result: dict[str, Any], files: dict[str, str]
     """The episode's folder `out/episodes/<id>/`: its files and `result.json`."""
     folder = Path(out) / "episodes" / result["episode"]
     folder.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    (folder / "result.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    for name, text in [*files.items(), ("result.json", json.dumps(result, indent=2) + "\n")]:
+        path = folder / name
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:  # a full disk fails the write, which names no file: name it
+            if exc.filename is None:
+                exc.filename = str(path)
+            raise
 
 
 def _run_task(scene: Any, spec: EpisodeSpec, system: dict[str, Any], fault: Any,

@@ -5,6 +5,10 @@ flight and `mango campaign run` resumes by skipping the ids already stored.
 SQLite because it is in the standard library, one file a user can copy, and safe against a
 kill mid-write (a transaction either landed or did not). One writer: the campaign's main
 process; workers only return results.
+
+A store that cannot be read (not a database, cut short, damaged) or written (a full disk) is
+an `InputError` naming the file, from every method: what the user sees is that file and what
+to do, not sqlite's words alone.
 """
 
 from __future__ import annotations
@@ -12,8 +16,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from mango.errors import InputError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS episodes (
@@ -41,9 +48,14 @@ class Store:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path)
-        self.db.executescript(SCHEMA)
-        self.db.commit()
+        with self._checked():
+            self.db = sqlite3.connect(self.path)
+            try:
+                self.db.executescript(SCHEMA)
+                self.db.commit()
+            except BaseException:
+                self.db.close()
+                raise
 
     def close(self) -> None:
         self.db.close()
@@ -54,36 +66,64 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @contextmanager
+    def _checked(self) -> Iterator[None]:
+        """sqlite's errors as the user's: this file, and whether it cannot be written (a full
+        disk, a read-only file), is in use, or is no campaign store (damaged, cut short)."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            text = str(exc)
+            if isinstance(exc, sqlite3.OperationalError):
+                if any(w in text for w in ("full", "disk I/O", "readonly", "unable to open")):
+                    raise InputError(f"cannot write the campaign store ({text})",
+                                     file=str(self.path)) from None
+                if "locked" in text:
+                    raise InputError(f"the campaign store is in use by another run ({text})",
+                                     file=str(self.path)) from None
+            raise InputError(f"not a readable campaign store ({text}): move it aside (the "
+                             "episode folders stay) or use a new output folder",
+                             file=str(self.path)) from None
+
     def set_meta(self, key: str, value: Any) -> None:
-        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
-        self.db.commit()
+        with self._checked():
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                            (key, json.dumps(value)))
+            self.db.commit()
 
     def meta(self, key: str) -> Any:
-        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        with self._checked():
+            row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
     def done(self) -> set[str]:
-        return {r[0] for r in self.db.execute("SELECT id FROM episodes")}
+        with self._checked():
+            return {r[0] for r in self.db.execute("SELECT id FROM episodes")}
 
     def get(self, episode_id: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT result FROM episodes WHERE id = ?",
-                              (episode_id,)).fetchone()
+        with self._checked():
+            row = self.db.execute("SELECT result FROM episodes WHERE id = ?",
+                                  (episode_id,)).fetchone()
         return json.loads(row[0]) if row else None
 
     def add(self, result: dict[str, Any], role: str = "episode") -> None:
         verdict = result.get("verdict") or {}
         labels = result.get("labels") or {}
         symbolic = result.get("symbolic") or {}
-        self.db.execute(
-            "INSERT OR REPLACE INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (result["episode"], result["system"], result["task"], result["seed"],
-             result["fault"], int(bool(result.get("success"))), verdict.get("verdict"),
-             verdict.get("failed_step"), symbolic.get("verdict"),
-             labels.get("expected_verdict"), labels.get("failed_step"), result.get("error"),
-             float(result.get("wall_s", 0.0)), role, json.dumps(result)))
-        self.db.commit()
+        with self._checked():
+            self.db.execute(
+                "INSERT OR REPLACE INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (result["episode"], result["system"], result["task"], result["seed"],
+                 result["fault"], int(bool(result.get("success"))), verdict.get("verdict"),
+                 verdict.get("failed_step"), symbolic.get("verdict"),
+                 labels.get("expected_verdict"), labels.get("failed_step"),
+                 result.get("error"), float(result.get("wall_s", 0.0)), role,
+                 json.dumps(result)))
+            self.db.commit()
 
     def results(self, role: str = "episode") -> Iterator[dict[str, Any]]:
-        for (text,) in self.db.execute(
-                "SELECT result FROM episodes WHERE role = ? ORDER BY id", (role,)):
+        with self._checked():
+            rows = self.db.execute(
+                "SELECT result FROM episodes WHERE role = ? ORDER BY id", (role,)).fetchall()
+        for (text,) in rows:
             yield json.loads(text)

@@ -99,9 +99,11 @@ class BagRecorder(Node):
 
     def destroy_node(self) -> None:
         writer = getattr(self, "writer", None)  # none when the constructor refused its output
-        if writer is not None:
-            writer.close()
-        super().destroy_node()
+        try:
+            if writer is not None:
+                writer.close()
+        finally:  # a full disk fails the close; the node still goes
+            super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> None:

@@ -5,6 +5,8 @@ Subscribes `WorldState`; publishes a `StepVerdict` on every status change
 history), a `TaskVerdict` (`/oracle/task_verdict`) when the task passes or on `~/finish`, and
 rviz markers (`/oracle/markers`). Services: `~/load_oracle`, `~/reset`, `~/finish`.
 World time going backwards (a simulator reset) starts a new episode: tracking restarts.
+A state that cannot be judged is skipped and said once per distinct problem, at most one line
+a second (the rest counted), and the episode's problems summed up at its verdict.
 Parameters: `oracle_file`, `functions_file`, `hold`, `world_state_topic`, `marker_rate`
 (Hz, 0 = off), and the standard `use_sim_time`.
 """
@@ -47,6 +49,8 @@ from mango_ros.msg import StepVerdict, TaskVerdict
 from mango_ros.msg import WorldState as WorldStateMsg
 from mango_ros.srv import LoadOracle
 
+PROBLEM_LINES_EVERY_S = 1.0  # stream problems: at most one log line a second per severity
+
 
 class OracleNode(Node):
     def __init__(self) -> None:
@@ -64,6 +68,7 @@ class OracleNode(Node):
         self._task_published = False
         self._warned_no_oracle = False
         self._problems = ProblemLog()  # stream problems, each said once per episode
+        self._held_back = 0  # problem lines the log throttle held back since the last said
         self._markers_dirty = False
         self._markers_t = 0.0
         self._decoder = WorldStateDecoder()
@@ -143,8 +148,9 @@ class OracleNode(Node):
         tracker = self.tracker
         if previous is not None and state.t < previous.t:
             # World time went back: the simulator (or a bag) restarted; a new episode begins.
-            self.get_logger().info(
-                f"world time went back ({previous.t:.3f} -> {state.t:.3f} s): new episode")
+            self.get_logger().info(  # throttled: a hostile stream can go back every message
+                f"world time went back ({previous.t:.3f} -> {state.t:.3f} s): new episode",
+                throttle_duration_sec=PROBLEM_LINES_EVERY_S)
             if tracker is not None:
                 self._start_episode()
         if tracker is None:
@@ -165,15 +171,20 @@ class OracleNode(Node):
             self._publish_task()
 
     def _report(self, text: str, key: str | None, error: bool = False) -> None:
-        """Log a stream problem once, then at most every 10 s with its count."""
+        """Log a stream problem once, then at most every 10 s with its count; and, as a stream
+        of ever new problems (garbage, a new id in each message) is a flood all the same, at
+        most one line a second per severity, the lines held back counted in the next."""
         line = self._problems.note(text, time.monotonic(), key)
         if line is None:
             return
+        if self._held_back:
+            line += f" ({self._held_back} more problem lines held back by the log throttle)"
         # one call site per severity: rclpy refuses a site whose severity changes
         if error:
-            self.get_logger().error(line)
+            said = self.get_logger().error(line, throttle_duration_sec=PROBLEM_LINES_EVERY_S)
         else:
-            self.get_logger().warning(line)
+            said = self.get_logger().warning(line, throttle_duration_sec=PROBLEM_LINES_EVERY_S)
+        self._held_back = 0 if said else self._held_back + 1
 
     def _publish_events(self, events: list[TrackerEvent]) -> None:
         assert self.tracker is not None
@@ -204,6 +215,9 @@ class OracleNode(Node):
         self._markers_dirty = True
         where = f" at step {report.failed_step}" if report.failed_step else ""
         self.get_logger().info(f"task verdict: {report.verdict}{where}")
+        if self._problems.counts:  # all of them counted, the lines held back too
+            self.get_logger().warning(f"stream problems this episode: {self._problems.digest()}",
+                                      throttle_duration_sec=PROBLEM_LINES_EVERY_S)
 
     def _on_load(self, request: LoadOracle.Request,
                  response: LoadOracle.Response) -> LoadOracle.Response:

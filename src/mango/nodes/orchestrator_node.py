@@ -12,7 +12,13 @@ event on `~/events` (std_msgs/String, one JSON line each), and into the episode 
 (`record_dir`, one JSONL file per goal). Parameters: `scene`, `robot`, the tools' names
 (`run_policy_action`, `grasp_action`, `place_action`, `execute_chunk_action`, `halt_service`,
 `detect_service`), `world_state_topic`, `joint_states_topic`, `monitor_hz`, `no_progress_s`,
-`tool_timeout` (s of wall time any one tool may take), `record_dir`.
+`tool_timeout` (s of wall time any one tool may take), `server_lost_after` (s a tool server
+seen before may be missing from the graph before the task ends, naming it:
+`orchestrator.liveness`; a killed node leaves the graph when its DDS lease ends, 4 s in the
+project's profiles), `record_dir`.
+
+A goal's numbers are checked before anything runs (`orchestrator.config.task_budgets`): a NaN,
+infinite or negative `time_budget` is STATUS_REJECTED naming the field.
 """
 
 from __future__ import annotations
@@ -34,9 +40,10 @@ from mango.control import load_robot
 from mango.errors import InputError
 from mango.nodes.actions import ActionClient, action_server
 from mango.nodes.common import declare_parameters, positive, rate_param, run_node
-from mango.nodes.orchestrator_port import RosPort
+from mango.nodes.orchestrator_port import RosPort, server_watch
 from mango.oracle.world_state import WorldState
-from mango.orchestrator.config import OrchestratorConfig, parse_backend_opts
+from mango.orchestrator.config import OrchestratorConfig, parse_backend_opts, task_budgets
+from mango.orchestrator.liveness import SERVER_GRACE_S
 from mango.orchestrator.loop import Orchestrator, TaskOutcome
 from mango.orchestrator.schemas import EpisodeRecord
 from mango.orchestrator.vlm import check_backend_config
@@ -58,6 +65,7 @@ class OrchestratorNode(Node):
             "state_rate": rate_param(100.0), "control_rate": rate_param(100.0),
             "monitor_hz": rate_param(15.0), "no_progress_s": positive(10.0),
             "observation_timeout": positive(10.0), "tool_timeout": positive(300.0),
+            "server_lost_after": positive(SERVER_GRACE_S, 60.0),
             "record_dir": "",
             # what a model decider / the vlm monitor is shown, and the model behind them
             "camera_topic": "camera/front/image_raw",
@@ -102,6 +110,14 @@ class OrchestratorNode(Node):
         self.halt_client = self.create_client(Halt, p["halt_service"], callback_group=group)
         self.detect_client = self.create_client(Detect, p["detect_service"],
                                                 callback_group=group)
+        grace = float(p["server_lost_after"])
+        self.servers = {tool: server_watch(self, client, p[name], grace) for tool, client, name
+                        in (("vla", self.vla_client, "run_policy_action"),
+                            ("grasp", self.grasp_client, "grasp_action"),
+                            ("place", self.place_client, "place_action"),
+                            ("release", self.chunk_client, "execute_chunk_action"),
+                            ("halt", self.halt_client, "halt_service"),
+                            ("detect", self.detect_client, "detect_service"))}
         self.decisions_pub = self.create_publisher(String, "~/decisions", 100)
         self.events_pub = self.create_publisher(String, "~/events", 100)
         action_server(self, ExecuteTask, "execute_task", execute_callback=self._execute,
@@ -174,16 +190,14 @@ class OrchestratorNode(Node):
         goal = gh.request
         R = ExecuteTask.Result
         try:
+            budgets = task_budgets(goal.time_budget, goal.step_budget)
             cfg = OrchestratorConfig(
                 mode=goal.mode or "full", monitor=goal.monitor or "oracle",
                 decider=goal.decider or "offline", monitor_hz=self.monitor_hz,
-                no_progress_s=self.no_progress_s, horizon_s=goal.time_budget or None,
+                no_progress_s=self.no_progress_s, horizon_s=budgets.horizon_s,
                 backend=self.model_backend, model=self.model,
                 backend_opts=self.model_options)
             check_backend_config(cfg)
-            if goal.time_budget < 0:
-                raise InputError("time_budget must be 0 (the default) or positive",
-                                 field="time_budget")
         except InputError as exc:
             return self._end(gh, R.STATUS_REJECTED, f"goal rejected: {exc}")
         self._episodes += 1
@@ -222,7 +236,7 @@ class OrchestratorNode(Node):
         try:
             orch = Orchestrator(self.scene, 0, cfg, instruction=goal.instruction or None,
                                 record=record, port=port,
-                                max_decisions=goal.step_budget or None)
+                                max_decisions=budgets.max_decisions)
         except InputError as exc:
             record.close()
             return self._end(gh, R.STATUS_REJECTED, f"goal rejected: {exc}")

@@ -5,16 +5,24 @@ node's `Grasp` / `Place`, `ExecuteChunk` for letting go), the halt is the contro
 service, perception the perception node's `Detect`; the world states the node receives while a
 tool runs reach the loop's observer. The node (`orchestrator_node`) owns the clients and the
 subscriptions; this module holds what the loop asks of them.
+
+Every call watches its server (`orchestrator.liveness.ServerWatch`, one per server, kept by
+the node across goals): a server that was there and has been missing from the graph for the
+node's `server_lost_after` seconds ends the call at once with `ToolServerLost`, naming the node
+that served it ("vla_node's run_policy went away ..."), and the loop ends the task; an action
+server that never appears within `observation_timeout` ends it the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
+from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
 
 from mango.control import chunk_to_trajectory
@@ -22,6 +30,7 @@ from mango.control.robot import RobotConfig
 from mango.errors import InputError
 from mango.nodes.actions import ActionClient
 from mango.oracle.world_state import WorldState
+from mango.orchestrator.liveness import ServerWatch, ToolServerLost
 from mango.orchestrator.ports import Observer, TaskCancelled, at_rest
 from mango.orchestrator.schemas import Subgoal
 from mango.orchestrator.tools import Interrupted, ToolResult
@@ -37,6 +46,7 @@ FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
 RELEASE_S = 0.6  # how long a wrong object in the hand is given to fall free (as embedded)
 CLOSED_WIDTH = 0.0
 REST_WAIT_S = 1.0  # a hold counts from the hand at rest, or this long after the halt
+LOOK_EVERY_S = 0.05  # s between two looks at a server's presence while a call waits on it
 
 
 class PortNode(Protocol):
@@ -59,10 +69,33 @@ class PortNode(Protocol):
     context: Any
     joints: JointState | None
     image: Image | None
+    servers: dict[str, ServerWatch]  # vla, grasp, place, release, halt, detect
 
     @property
     def latest(self) -> WorldState | None: ...
 
+
+def serving_node(node: Node, service: str) -> str | None:
+    """The name of the node that serves the fully qualified `service`, from the graph."""
+    for name, namespace in node.get_node_names_and_namespaces():
+        try:
+            served = node.get_service_names_and_types_by_node(name, namespace)
+        except RuntimeError:  # it left the graph between the two questions
+            continue
+        if any(s == service for s, _ in served):
+            return name
+    return None
+
+
+def server_watch(node: Node, client: Any, name: str, grace: float) -> ServerWatch:
+    """The watch of one tool server: an action client's (`server_is_ready`, served where its
+    `send_goal` service is) or a service client's (`service_is_ready`)."""
+    resolved = node.resolve_service_name(name)
+    if isinstance(client, ActionClient):
+        return ServerWatch(resolved.rsplit("/", 1)[-1], client.server_is_ready,
+                           lambda: serving_node(node, f"{resolved}/_action/send_goal"), grace)
+    return ServerWatch(resolved.rsplit("/", 1)[-1], client.service_is_ready,
+                       lambda: serving_node(node, resolved), grace)
 
 
 class RosPort:
@@ -77,6 +110,7 @@ class RosPort:
         self._first_vla = True
         self._held: str | None = None  # what the last grasp of this task took
         self.tool = ""
+        self._next_look: dict[str, float] = {}
 
     # -------------------------------------------------------------- the feed
     @property
@@ -140,15 +174,16 @@ class RosPort:
         """Detections from a camera frame taken after this call (asked again until the frame
         is newer than the latest world state: a frame from before the halt sees the hand
         elsewhere), as the primitives_node does."""
-        cli = self.node.detect_client
-        if not cli.wait_for_service(timeout_sec=self.node.obs_timeout):
+        cli, watch = self.node.detect_client, self.node.servers["detect"]
+        if not self._until(watch.there, self.node.obs_timeout, watch, poll=0.02):
             return {}, f"{self.node.detect_name} is not available"
         now = self.time
         deadline = time.monotonic() + self.node.obs_timeout
         while True:
             fut = cli.call_async(Detect.Request(phrases=list(phrases), camera="",
                                                 max_results=1))
-            if not self._wait(fut, self.node.obs_timeout):
+            if not self._wait(fut, self.node.obs_timeout, watch):
+                cli.remove_pending_request(fut)
                 return {}, f"{self.node.detect_name} did not answer"
             r = fut.result()
             stamps = [d.header.stamp.sec + d.header.stamp.nanosec * 1e-9
@@ -164,13 +199,37 @@ class RosPort:
         return found, r.message if fresh else f"{r.message} (no frame newer than t={now:.2f})"
 
     # -------------------------------------------------------------- tools
-    def _wait(self, fut: Any, timeout: float) -> bool:
+    def _look(self, watch: ServerWatch) -> None:
+        """`watch.check()`, at most every `LOOK_EVERY_S`: raises `ToolServerLost`."""
+        now = time.monotonic()
+        if now >= self._next_look.get(watch.server, 0.0):
+            self._next_look[watch.server] = now + LOOK_EVERY_S
+            watch.check()
+
+    def _until(self, pred: Any, timeout: float, watch: ServerWatch | None = None,
+               poll: float = 0.002) -> bool:
+        """Whether `pred()` held within `timeout` s; `ToolServerLost` as soon as `watch`'s
+        server counts as gone."""
         deadline = time.monotonic() + timeout
-        while not fut.done():
+        while not pred():
+            if watch is not None:
+                self._look(watch)
             if time.monotonic() > deadline or not self.node.context.ok():
                 return False
-            time.sleep(0.002)
+            time.sleep(poll)
         return True
+
+    def _wait(self, fut: Any, timeout: float, watch: ServerWatch | None = None) -> bool:
+        return self._until(fut.done, timeout, watch)
+
+    def _await_server(self, watch: ServerWatch, client: ActionClient) -> None:
+        """The tool's action server is there and has answered this node once (`make_contact`);
+        else `ToolServerLost`: a tool with no server is not tried again."""
+        timeout = self.node.obs_timeout
+        if not (self._until(watch.there, timeout, watch, poll=0.02) and client.make_contact(
+                timeout, lambda pred, s: self._until(pred, s, watch))):
+            raise ToolServerLost(watch.server, f"{watch.label} is not available (waited "
+                                 f"{timeout:g} s: is its node running?)")
 
     def halt_now(self) -> Any:
         """Ask the controller to stop and hold (the answer is not waited for here)."""
@@ -179,12 +238,19 @@ class RosPort:
     def _run_goal(self, tool: str, client: ActionClient, goal: Any, observe: Observer,
                   budget_t: float | None = None) -> tuple[str, Any]:
         """Run one tool goal, feeding the world to `observe`: ("result", result) or
-        ("interrupted", signals) or ("budget", None) or ("refused"/"lost", why)."""
+        ("interrupted", signals) or ("budget", None) or ("refused"/"lost", why);
+        `ToolServerLost` once its server went away (or never came)."""
         self.tool = tool
-        if not client.wait_for_server(timeout_sec=self.node.obs_timeout):
-            return "lost", f"the {tool} action server is not available"
+        try:
+            return self._goal(self.node.servers[tool], tool, client, goal, observe, budget_t)
+        finally:
+            self.tool = ""
+
+    def _goal(self, watch: ServerWatch, tool: str, client: ActionClient, goal: Any,
+              observe: Observer, budget_t: float | None) -> tuple[str, Any]:
+        self._await_server(watch, client)
         sent = client.send_goal_async(goal)
-        if not self._wait(sent, self.node.obs_timeout):
+        if not self._wait(sent, self.node.obs_timeout, watch):
             return "lost", f"the {tool} action server did not answer the goal"
         gh = sent.result()
         if not gh.accepted:
@@ -193,31 +259,38 @@ class RosPort:
         deadline = time.monotonic() + self.node.tool_timeout
         try:
             while not res.done():
+                self._look(watch)
                 st = self._next_state()
                 if time.monotonic() > deadline:
-                    self._stop(gh, res)
+                    self._stop(gh, res, watch)
                     return "lost", f"{tool} took longer than {self.node.tool_timeout:g} s"
                 if st is None:
                     continue
                 observe(st)
                 if budget_t is not None and st.t >= budget_t:
-                    self._stop(gh, res)
+                    self._stop(gh, res, watch)
                     return "budget", None
         except Interrupted as exc:
-            self._stop(gh, res)
+            self._stop(gh, res, watch)
             return "interrupted", exc
         except TaskCancelled:
-            self._stop(gh, res)
+            with contextlib.suppress(ToolServerLost):  # the cancel is what was asked for
+                self._stop(gh, res, watch)
             raise
-        finally:
-            self.tool = ""
+        except ToolServerLost:
+            # no answer will come: the cancel is for a server that may come back, the halt
+            # stops the arm; neither is waited for
+            gh.cancel_goal_async()
+            self.halt_now()
+            raise
         return "result", res.result().result
 
-    def _stop(self, gh: Any, res: Any) -> None:
-        """Cancel the tool's goal and halt the arm; wait for the goal to end."""
+    def _stop(self, gh: Any, res: Any, watch: ServerWatch) -> None:
+        """Cancel the tool's goal and halt the arm; wait for the goal to end (not past its
+        server going away)."""
         gh.cancel_goal_async()
         self.halt_now()
-        self._wait(res, 10.0)
+        self._wait(res, 10.0, watch)
 
     def run_vla(self, instruction: str, observe: Observer, budget_t: float, *,
                 resume: bool = False) -> ToolResult:
@@ -313,7 +386,11 @@ class RosPort:
         times the rest from the states it observes (None: nothing finer here)."""
         self.tool = "halt"
         fut = self.halt_now()
-        self._wait(fut, self.node.obs_timeout)
+        try:
+            self._wait(fut, self.node.obs_timeout, self.node.servers["halt"])
+        except ToolServerLost:
+            self.tool = ""
+            raise
         t_end: float | None = None
         t_first: float | None = None
         prev: tuple[float, np.ndarray] | None = None

@@ -37,6 +37,7 @@ from mango.perception.base import (
     PerceptionBackend,
     PerceptionConfig,
     PerceptionError,
+    phrases_problem,
 )
 from mango.perception.poses import Extrinsics, load_extrinsics
 from mango.perception.registry import backend_entry, make_backend
@@ -67,6 +68,8 @@ class PerceptionNode(Node):
             raise PerceptionError("parameter 'cameras' names no camera")
         self.world_frame = str(p["world_frame"])
         self.phrases = [s for s in p["phrases"] if s]
+        if (why := phrases_problem(self.phrases)) is not None:
+            raise PerceptionError(f"parameter 'phrases': {why}")
         self.max_results = int(p["max_results"])
         self._cfg = PerceptionConfig(
             backend=self.backend_name,
@@ -154,6 +157,9 @@ class PerceptionNode(Node):
         camera = request.camera or self.cameras[0]
         if not phrases:
             response.success, response.message = False, "no phrase given"
+            return response
+        if (why := phrases_problem(phrases)) is not None:  # refused before any work
+            response.success, response.message = False, why
             return response
         result, why, stamp = self.detect(phrases, camera, int(request.max_results))
         response.success = why is None

@@ -57,7 +57,7 @@ from mango.sim.expert.policy import ExpertPolicy
 from mango.sim.faults import parse_fault
 from mango.sim.markers import auto_marker_map, load_marker_map
 from mango.sim.realtime import RealTimeSim, joint_targets
-from mango.sim.scene import FR3_JOINTS, as_scene
+from mango.sim.scene import FR3_JOINTS, SceneSpec, as_scene
 from mango_ros.msg import SegmentationLabels
 from mango_ros.msg import WorldState as WorldStateMsg
 from mango_ros.srv import ResetScene, RunExpert, SetEntityPose
@@ -136,7 +136,7 @@ class SimNode(Node):
         self.get_logger().info(
             f"scene {self.env.scene.name} (seed {p['seed']}): {self.env.scene.instruction}")
 
-    def _make_env(self, scene: str, seed: int) -> SimEnv:
+    def _make_env(self, scene: str | SceneSpec, seed: int) -> SimEnv:
         spec = as_scene(scene)
         markers = self._marker_file
         if self.markers == AUTO_MARKERS:
@@ -240,11 +240,19 @@ class SimNode(Node):
 
     def _reset(self, request: ResetScene.Request,
                response: ResetScene.Response) -> ResetScene.Response:
+        spec = None
+        if request.scene and request.scene != self.env.scene.name:
+            try:  # read here: a user's file (a FIFO, a device) never reaches the physics thread
+                spec = as_scene(request.scene)
+            except InputError as exc:
+                response.success, response.message = False, str(exc)
+                return response
+
         def reset() -> None:
             self.seed = int(request.seed)
             with self._capture:
-                if request.scene and request.scene != self.env.scene.name:
-                    old, self.env = self.env, self._make_env(request.scene, int(request.seed))
+                if spec is not None:
+                    old, self.env = self.env, self._make_env(spec, int(request.seed))
                     self.physics.env = self.env
                     old.close()
                 else:

@@ -3,13 +3,16 @@
 A plan node is a step (with `actions` or nested `steps`) or an action. We also accept an
 action directly in `plan` or a step inside `actions`, since both describe the same
 series-parallel order. Unknown fields are kept, so `to_json()` returns what was read (our own
-`goal` field included).
+`goal` field included). No name, parameter or expression may hold a control or format
+character (NUL, an escape, a right-to-left override: text that prints as something it is not).
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -24,11 +27,46 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from mango.errors import InputError, field_path
 from mango.json_files import parse_json, read_text
 
 ExecutionMode = Literal["sequential", "any_order"]
+
+
+_REFUSED = frozenset({"Cc", "Cf", "Zl", "Zp"})  # controls, format (bidi, zero-width), breaks
+_FREE_TEXT = frozenset("\t\n\r\u200c\u200d")  # whitespace; the joiners some scripts spell with
+
+
+def _visible(text: str) -> str:
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+
+
+def _refuse_controls(value: Any, free_text: bool = False) -> Any:
+    """`value` (a string, or JSON data whose keys and strings are checked) unless it holds a
+    control or format character; tab, line ends and joiners pass in free text (an instruction,
+    an expression)."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        v, part = stack.pop()
+        if isinstance(v, dict):  # pushed last first: the first in the file is said
+            for k, item in reversed(v.items()):
+                key = f"{part}.{k}" if part else str(k)
+                stack += [(item, key), (k, key)]
+        elif isinstance(v, list):
+            stack.extend((item, f"{part}[{i}]") for i, item in reversed(list(enumerate(v))))
+        elif isinstance(v, str) and not v.isprintable():
+            for c in v:
+                if unicodedata.category(c) in _REFUSED and not (free_text and c in _FREE_TEXT):
+                    name = unicodedata.name(c, "")
+                    raise PydanticCustomError(
+                        "control_character",
+                        "control character {char}: names, parameters and expressions are "
+                        "printable text",
+                        {"char": f"U+{ord(c):04X}" + (f" ({name})" if name else ""),
+                         "part": _visible(part)})
+    return value
 
 
 class _Model(BaseModel):
@@ -41,6 +79,16 @@ class Monitoring(_Model):
     oracle_id: str = ""
     handle_as: str
 
+    @field_validator("oracle_id")
+    @classmethod
+    def _printable_id(cls, v: str) -> str:
+        return _refuse_controls(v)
+
+    @field_validator("handle_as")
+    @classmethod
+    def _printable_expression(cls, v: str) -> str:
+        return _refuse_controls(v, free_text=True)
+
 
 class Action(_Model):
     """A plan leaf; it completes when every `handle_as` of its `monitoring` holds."""
@@ -48,6 +96,11 @@ class Action(_Model):
     action_id: str
     parameters: dict[str, Any] = Field(default_factory=dict)
     monitoring: list[Monitoring] = Field(min_length=1)
+
+    @field_validator("action_id", "parameters")
+    @classmethod
+    def _printable(cls, v: Any) -> Any:
+        return _refuse_controls(v)
 
 
 def _node_tag(v: Any) -> str:
@@ -69,6 +122,11 @@ class Step(_Model):
     execution_mode: ExecutionMode = "sequential"
     actions: list[PlanNode] | None = None
     steps: list[Step] | None = None
+
+    @field_validator("step")
+    @classmethod
+    def _printable(cls, v: int | str | None) -> int | str | None:
+        return _refuse_controls(v)
 
     @model_validator(mode="after")
     def _one_kind_of_children(self) -> Step:
@@ -95,7 +153,7 @@ class FineGrainedOracle(_Model):
     @field_validator("instruction")
     @classmethod
     def _strip(cls, v: str) -> str:
-        return v.strip()
+        return _refuse_controls(v.strip(), free_text=True)
 
     def actions(self) -> list[tuple[str, Action]]:
         """(step path, action) for every action, in plan order."""
@@ -168,6 +226,12 @@ def plan_entries(oracle: FineGrainedOracle) -> list[PlanEntry]:
     return out
 
 
+def _step_path(loc: tuple[int | str, ...]) -> str:
+    """The step path (`1.2`) of a plan field's location (`plan[0].actions[1]...`)."""
+    return ".".join(str(i + 1) for prev, i in pairwise(loc)
+                    if prev in ("plan", "actions", "steps") and isinstance(i, int))
+
+
 def _clean_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
     # Drop pydantic's union tags so the field reads plan[0].actions[1].monitoring.
     return tuple(p for p in loc if p not in ("Action", "Step"))
@@ -196,8 +260,14 @@ def load_oracle(
         oracle = FineGrainedOracle.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = field_path(_clean_loc(tuple(err["loc"])))
+        loc = _clean_loc(tuple(err["loc"]))
+        where = field_path(loc)
         msg = err["msg"]
+        if err["type"] == "control_character":  # where in the field, and in the plan
+            part = err["ctx"]["part"]
+            where += part if part.startswith("[") or not part else f".{part}"
+            if loc[:1] == ("plan",):
+                msg = f"step {_step_path(loc)}: {msg}"
         more = len(exc.errors()) - 1
         if more:
             msg += f" (and {more} more problem{'s' if more > 1 else ''})"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mango.errors import InputError
-from mango.json_files import parse_json, read_text
+from mango.json_files import parse_json, read_lines, read_text
 from mango.oracle.compile import compile_expression
 from mango.oracle.expr import Atom, ExpressionError, iter_atoms, parse_expression
 from mango.oracle.library import FunctionLibrary
@@ -150,20 +150,16 @@ def load_scene(
     """Read a scene: the spec §4 scene-objects form, or a world state (JSON or the first line
     of a JSONL trace), which then also serves as the sample state for the dry run."""
     p = Path(path)
-    text = read_text(p, "scene")
-    try:
-        data = parse_json(text, str(p))
+    with read_lines(p, "scene") as lines:  # a trace of any length: its first lines are read
+        numbered = ((n, ln) for n, ln in enumerate(lines, start=1) if ln.strip())
+        line, first = next(numbered, (None, ""))
+        more = next(numbered, None) is not None
+    try:  # one JSON document on one line, or a JSON Lines trace: its first state
+        data = parse_json(first, str(p), line)
+        line = line if more else None
+    except InputError:  # a document over several lines, read whole
+        data = parse_json(read_text(p, "scene"), str(p))
         line = None
-    except InputError as whole:
-        lines = text.splitlines()
-        first = next((ln for ln in lines if ln.strip()), "")
-        if first == text.strip():
-            raise
-        line = lines.index(first) + 1
-        try:  # a JSON Lines trace: its first state
-            data = parse_json(first, str(p), line)
-        except InputError:
-            raise whole from None
     if isinstance(data, dict) and "task_objects" in data:
         return SceneEntities.from_task_objects(data, instruction, file=str(p)), None
     if isinstance(data, dict) and "t" in data:

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from mango.errors import InputError, from_validation_error
-from mango.json_files import parse_json
+from mango.json_files import parse_json, read_lines
 
 EntityKind = Literal["object", "region", "surface", "fixture", "joint", "device", "robot"]
 ENTITY_KINDS: tuple[str, ...] = EntityKind.__args__
@@ -273,13 +273,10 @@ def iter_trace_records(
 
 
 def read_trace(path: str | Path) -> list[WorldState]:
-    """Read a whole trace file (spec §3)."""
-    p = Path(path)
-    try:
-        with p.open(encoding="utf-8") as fh:
-            return list(iter_trace_lines(fh, file=str(p)))
-    except OSError as exc:
-        raise InputError(f"cannot read trace: {exc.strerror}", file=str(p)) from None
+    """Read a whole trace file (spec §3): a regular file, streamed line by line
+    (`json_files.read_lines`)."""
+    with read_lines(path, "trace") as lines:
+        return list(iter_trace_lines(lines, file=str(path)))
 
 
 def trace_lines(states: Iterable[WorldState | dict[str, Any]]) -> Iterator[str]:

@@ -3,6 +3,7 @@ path written for one variant."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -86,11 +87,15 @@ class OrchestratorConfig:
         if self.world not in ("physics", "estimated"):
             raise InputError(f"unknown world '{self.world}' (known: physics, estimated)",
                              field="world")
-        if self.monitor_hz <= 0 or self.no_progress_s <= 0:
-            raise InputError("monitor_hz and no_progress_s must be positive", field="monitor_hz")
-        if self.vlm_monitor_hz <= 0:
-            raise InputError(f"must be positive (got {self.vlm_monitor_hz})",
-                             field="vlm_monitor_hz")
+        for key in ("monitor_hz", "no_progress_s", "halt_settle_s", "finish_grace_s",
+                    "vlm_monitor_hz"):
+            finite_positive(getattr(self, key), key)
+        if self.horizon_s is not None:
+            finite_positive(self.horizon_s, "horizon_s")
+        if isinstance(self.max_recoveries, bool) or not isinstance(self.max_recoveries, int) \
+                or self.max_recoveries < 0:
+            raise InputError(f"must be a whole number, 0 or more (got {self.max_recoveries!r})",
+                             field="max_recoveries")
         w, h = self.image_size
         if not (16 <= w <= 4096 and 16 <= h <= 4096):
             raise InputError(f"must be within 16..4096 pixels a side (got {w}x{h})",
@@ -102,6 +107,45 @@ class OrchestratorConfig:
     @property
     def spec(self) -> ModeSpec:
         return MODES[self.mode]
+
+
+def finite_positive(value: float, field: str) -> float:
+    """`value` as a float when it is a finite number above 0; else an `InputError` naming
+    `field` (NaN passes every `<= 0` test, so it is refused here by name)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(f"must be a number (got {value!r})", field=field)
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"must be a finite number above 0 (got {value!r})", field=field)
+    return float(value)
+
+
+MAX_STEP_BUDGET = 2**32 - 1  # ExecuteTask's uint32
+
+
+@dataclass(frozen=True)
+class TaskBudgets:
+    """An ExecuteTask goal's budgets as the loop takes them (None: no goal-given limit)."""
+
+    horizon_s: float | None  # robot time (s); None: twice the scene's horizon
+    max_decisions: int | None  # None: no limit
+
+
+def task_budgets(time_budget: float, step_budget: int) -> TaskBudgets:
+    """Check an ExecuteTask goal's numeric fields before anything runs (action/
+    ExecuteTask.action): `time_budget` is 0 (the default: twice the scene's horizon) or a
+    finite number of seconds above 0 (NaN, an infinity or a negative budget is refused);
+    `step_budget` is 0 (no limit) or a whole number of decisions up to 2^32 - 1. Each refusal
+    is an `InputError` naming the field."""
+    if isinstance(time_budget, bool) or not isinstance(time_budget, int | float) or not (
+            math.isfinite(time_budget) and time_budget >= 0):
+        raise InputError("must be 0 (twice the scene's horizon) or a finite number of seconds "
+                         f"above 0 (got {time_budget!r})", field="time_budget")
+    horizon = float(time_budget) or None
+    if isinstance(step_budget, bool) or not isinstance(step_budget, int) \
+            or not 0 <= step_budget <= MAX_STEP_BUDGET:
+        raise InputError(f"must be a whole number from 0 (no limit) to {MAX_STEP_BUDGET} "
+                         f"(got {step_budget!r})", field="step_budget")
+    return TaskBudgets(horizon, step_budget or None)
 
 
 def parse_backend_opts(items: Sequence[str], field: str = "--opt") -> tuple[tuple[str, str], ...]:

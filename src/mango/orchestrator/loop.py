@@ -13,6 +13,7 @@ and tool run is a line of the JSONL episode record.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import threading
@@ -35,6 +36,7 @@ from mango.orchestrator.deciders import (
 )
 from mango.orchestrator.events import WorldFailureDetector, detector_for
 from mango.orchestrator.failures import Reaction, classify, reactions
+from mango.orchestrator.liveness import ToolServerLost
 from mango.orchestrator.monitors import GroundTruthMonitor, Monitor, NoMonitor, OracleMonitor
 from mango.orchestrator.planning import make_plan, subgoal_texts
 from mango.orchestrator.ports import RobotPort, SimPort, TaskCancelled, at_rest
@@ -365,6 +367,10 @@ class Orchestrator:
                 res = self.port.place(sg, held, self._observe)
             else:
                 res = ToolResult("noop", "done", "nothing to run")
+        except ToolServerLost as exc:
+            self.record.write("tool_end", self.port.time, tool=d.tool, status="lost",
+                              message=exc.message, subgoal=sg.id)
+            raise
         finally:
             self._tool_running = False
         self.record.write("tool_end", self.port.time, tool=res.tool, status=res.status,
@@ -411,11 +417,22 @@ class Orchestrator:
             if self._active is not None:
                 outcomes.setdefault(self._active.id, "cancelled")
             self._aborted = "cancelled"
+        except ToolServerLost as exc:
+            # a dead server is not retried: the task ends here, naming it
+            self._tool_running = False
+            self.record.write("server_lost", self.port.time, server=exc.server,
+                              message=exc.message,
+                              subgoal=self._active.id if self._active else None)
+            if self._active is not None:
+                outcomes.setdefault(self._active.id, "aborted")
+            self._aborted = exc.message
         aborted = self._aborted
         self._active = None
         self._tool_name = "halt"
-        # let the world settle so a last release is judged
-        self.port.hold(1.0, self._feed)
+        # let the world settle so a last release is judged (the arm is held: a controller
+        # that went away holds nothing, and the world is watched all the same)
+        with contextlib.suppress(ToolServerLost):
+            self.port.hold(1.0, self._feed)
         return self._outcome(outcomes, aborted, time.perf_counter() - wall0)
 
     cancelled = False

@@ -6,7 +6,10 @@ A port runs each tool (the VLA with a subgoal text, grasp, place, hold still) an
 world state it sees to the loop's `Observer` while the tool runs; the observer raises
 `Interrupted` (a monitor signal: stop this tool) or `TaskCancelled` (the whole task is
 cancelled) at that boundary, and the port stops the tool there and leaves the arm held.
-Between tools the loop reads proprioception and perception through the port.
+Between tools the loop reads proprioception and perception through the port. A port whose
+tool servers can vanish (the ROS one) raises `liveness.ToolServerLost` from any call once one
+has gone (`liveness.ServerWatch`): the loop ends the task there, naming it, and retries
+nothing.
 """
 
 from __future__ import annotations

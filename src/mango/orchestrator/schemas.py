@@ -101,7 +101,7 @@ class EpisodeRecord:
 
     def write(self, record: str, t: float, **data: Any) -> dict[str, Any]:
         """One line: `record` says what it is (plan, signal, decision, halt, tool_start,
-        tool_end, world_event, cancelled, result), `t` the robot time."""
+        tool_end, world_event, cancelled, server_lost, result), `t` the robot time."""
         line = {"record": record, "t": round(t, 4), **data}
         self.lines.append(line)
         if self._fh is not None:

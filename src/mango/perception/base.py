@@ -164,6 +164,25 @@ class DetectResult:
         return [d for d in self.detections if d.phrase == phrase]
 
 
+# What one detection request may ask (the node's `~/detect` and `phrases` parameter, `mango
+# perception detect`): a scene holds tens of objects and a noun phrase is a few words, so these
+# bounds refuse only what no scene needs; past them a request is answered with the reason
+# before any backend runs (10,000 phrases, or one of 700 KB, once held the node for minutes).
+MAX_PHRASES = 100
+MAX_PHRASE_CHARS = 200
+
+
+def phrases_problem(phrases: Sequence[str]) -> str | None:
+    """Why `phrases` cannot be one request (too many, one too long), or None."""
+    if len(phrases) > MAX_PHRASES:
+        return f"{len(phrases)} phrases in one request; at most {MAX_PHRASES}"
+    for i, p in enumerate(phrases):
+        if len(p) > MAX_PHRASE_CHARS:
+            return (f"phrase {i + 1} is {len(p)} characters long ('{p[:40]}...'); a phrase "
+                    f"has at most {MAX_PHRASE_CHARS}")
+    return None
+
+
 @dataclass(frozen=True)
 class PerceptionConfig:
     """How to make a backend (`registry.make_backend`): the node's parameters and the CLI's

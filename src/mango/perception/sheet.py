@@ -8,6 +8,7 @@ dictionary. Pillow writes the files (a dependency of matplotlib, pinned in const
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,8 +31,9 @@ def mm_to_px(mm: float, dpi: float) -> int:
 def marker_sheet(dictionary: str, ids: Sequence[int], size_mm: float, dpi: int = 300,
                  page: str = "a4") -> np.ndarray:
     """One page (grey uint8) with the markers laid out in rows at `size_mm` per black square."""
-    if size_mm <= 0:
-        raise InputError(f"marker size must be positive, got {size_mm} mm", field="--size-mm")
+    if not math.isfinite(size_mm) or size_mm <= 0:
+        raise InputError(f"marker size must be a positive number of mm, got {size_mm}",
+                         field="--size-mm")
     if not ids:
         raise InputError("no marker ids to print", field="--ids")
     if page not in PAGES_MM:
@@ -44,7 +46,13 @@ def marker_sheet(dictionary: str, ids: Sequence[int], size_mm: float, dpi: int =
         raise InputError(f"ids {shown} are not in dictionary {dictionary} (0..{n_ids - 1})",
                          field="--ids")
     cells = marker_cells(dictionary)
+    if size_mm > min(PAGES_MM[page]) - 2 * MARGIN_MM:
+        raise InputError(f"a marker of {size_mm:g} mm does not fit on one {page} page",
+                         field="--size-mm")
     side = mm_to_px(size_mm, dpi)
+    if side < 2 * cells:  # two pixels a cell at least, or the print is not a marker
+        raise InputError(f"{size_mm:g} mm is too small for a {dictionary} marker at {dpi} DPI "
+                         f"(at least {2 * cells / dpi * 25.4:.1f} mm)", field="--size-mm")
     quiet = round(side / cells)
     cell = side + 2 * quiet
     pw, ph = (mm_to_px(v, dpi) for v in PAGES_MM[page])

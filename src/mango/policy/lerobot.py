@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from mango.errors import InputError
+from mango.errors import InputError, read_user_text
 from mango.policy.config import PolicyConfig, preset_for
 from mango.policy.presets import (
     STATE_SIZES,
@@ -63,7 +63,7 @@ def _kind(path: Path) -> str:
     if not config.is_file():
         raise InputError("not a LeRobot checkpoint (no config.json)", file=str(path))
     try:
-        return str(json.loads(config.read_text(encoding="utf-8"))["type"])
+        return str(json.loads(read_user_text(config, "LeRobot config"))["type"])
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise InputError(f"config.json has no policy 'type' ({exc})",
                          file=str(config)) from None

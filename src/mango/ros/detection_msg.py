@@ -65,13 +65,26 @@ def detection_from_msg(msg: DetectionMsg, image_size: tuple[int, int] | None = N
 
 
 def unmatched_reasons(result: DetectResult) -> list[str]:
-    """One reason per unmatched phrase: the messages that name it, joined."""
-    out = []
-    for phrase in result.unmatched:
-        said = [m for m in result.messages if m.startswith(f"'{phrase}'")]
-        general = [m for m in result.messages if not m.startswith("'")]
-        out.append("; ".join(said or general) or f"nothing matches '{phrase}'")
-    return out
+    """One reason per unmatched phrase: the messages that name it (begin with `'phrase'`),
+    joined; else the messages that name no phrase. One pass over the messages, whatever the
+    number of phrases."""
+    wanted = set(result.unmatched)
+    lengths = {len(p) for p in wanted}
+    said: dict[str, list[str]] = {}
+    general = []
+    for m in result.messages:
+        if not m.startswith("'"):
+            general.append(m)
+            continue
+        # every quote could close the phrase (a phrase may hold quotes: "the chef's bowl")
+        end = m.find("'", 1)
+        while end != -1:
+            if end - 1 in lengths and m[1:end] in wanted:
+                said.setdefault(m[1:end], []).append(m)
+            end = m.find("'", end + 1)
+    fallback = "; ".join(general)
+    return ["; ".join(said.get(p, ())) or fallback or f"nothing matches '{p}'"
+            for p in result.unmatched]
 
 
 def detections_msg(result: DetectResult, camera: str, stamp: float,

@@ -36,6 +36,7 @@ from mango.sim.build import CONTROL_HZ, SUBSTEPS, BuiltScene, build_scene
 from mango.sim.ik import IKSolver
 from mango.sim.markers import MarkerMap
 from mango.sim.scene import ARTICULATED, FR3_JOINTS, SceneSpec, as_scene
+from mango.sim.seeds import check_seed
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,7 @@ class SimEnv:
         shadows: bool = False,
         markers: MarkerMap | None = None,
     ) -> None:
+        check_seed(seed)  # before the scene is built
         self.scene = as_scene(scene)
         self.markers = markers  # fiducials rendered on the entities (None: none)
         self.built: BuiltScene = build_scene(self.scene, markers)
@@ -123,7 +125,7 @@ class SimEnv:
         """Place the scene's entities for `seed` (initial pose ranges) and home the arm."""
         with self.lock:
             if seed is not None:
-                self._seed = seed
+                self._seed = check_seed(seed)
             rng = np.random.default_rng(self._seed)
             m, d, b = self.model, self.data, self.built
             mujoco.mj_resetData(m, d)

@@ -1,0 +1,83 @@
+"""The command line's error boundary: what a user can cause is one `error:` line on stderr and
+exit 2, never a traceback; a bug stays a traceback.
+
+- a bad option value (out of its range, not a number): `error: field '--seed': ...`;
+- an `InputError` any command lets through (a campaign's store, a file read late);
+- an `OSError` about a path (a full disk, a folder made read-only or removed meanwhile, a
+  special file): the path and what the system said. One with no path and no disk trouble
+  (a refused connection, a broken pipe) is not ours to word and goes on as it is.
+
+Commands still catch what they can say better; this is where the rest ends."""
+
+from __future__ import annotations
+
+import errno
+import sys
+from typing import Any, NoReturn
+
+import typer
+from typer.core import TyperGroup
+
+# what the system says when the disk (not the program) is the trouble
+_DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
+
+
+class ErrorBoundary(TyperGroup):
+    """The root command group: every sub-command runs inside its `invoke`."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except typer.BadParameter as exc:
+            from typer._click.exceptions import MissingParameter
+
+            if isinstance(exc, MissingParameter):  # a usage error: click shows the usage
+                raise
+            _fail(_bad_parameter(exc))
+        except OSError as exc:
+            said = os_error_line(exc)
+            if said is None:
+                raise
+            _fail(said)
+        except Exception as exc:
+            from mango.errors import InputError
+
+            if not isinstance(exc, InputError):
+                raise
+            _fail(str(exc))
+
+
+def os_error_line(exc: OSError) -> str | None:
+    """`PATH: what the system said` (or `A -> B: ...` for a rename), or None when the error
+    names no path and is no disk trouble."""
+    what = exc.strerror or str(exc)
+    if exc.filename is not None:
+        where = str(exc.filename)
+        if exc.filename2 is not None:
+            where += f" -> {exc.filename2}"
+        return f"{where}: {what}"
+    if exc.errno in _DISK_ERRNOS:
+        return f"cannot write: {what}"
+    return None
+
+
+def _bad_parameter(exc: Any) -> str:
+    from mango.errors import InputError
+
+    param = exc.param
+    name = exc.param_hint if isinstance(exc.param_hint, str) else None
+    if name is None and param is not None:
+        opts = [o for o in (getattr(param, "opts", None) or []) if o.startswith("-")]
+        name = max(opts, key=len) if opts else param.human_readable_name
+    message = exc.message
+    lo, hi = getattr(param, "min", None), getattr(param, "max", None)
+    if lo is not None or hi is not None:  # the whole range, not only the side crossed
+        message += (f" (allowed: {lo}..{hi})" if lo is not None and hi is not None
+                    else f" (allowed: at least {lo})" if lo is not None
+                    else f" (allowed: at most {hi})")
+    return str(InputError(message, field=name))
+
+
+def _fail(line: str) -> NoReturn:
+    sys.stderr.write("error: " + line.replace("\r", " ").replace("\n", " ") + "\n")
+    raise typer.Exit(2)
