@@ -46,10 +46,12 @@ def _ros_log_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["ROS_LOG_DIR"] = str(tmp_path_factory.mktemp("ros_log"))
 
 
-# Tests that bring up ROS nodes, stacks or clusters run on a quiet machine (`make test` runs
-# them after the rest, which runs on every core): real-time sims, DDS discovery and control
-# deadlines are what a second busy process on two cores upsets.
-SERIAL_DIRS = {"ros", "bringup"}
+# Tests that bring up ROS stacks or clusters run on a quiet machine (`make test` runs them after
+# the rest, which runs on every core): real-time sims, DDS discovery and control deadlines are
+# what a second busy process on two cores upsets. A module is serial when its text brings one
+# up (SERIAL_MARKS) or it says so (`pytestmark = pytest.mark.serial`: a stack started through
+# the command line); message conversions, interface files and parameter checks run on every
+# core wherever they live, and so does a test marked `parallel` in a serial module.
 SERIAL_MARKS = ("spun_node", "rclpy.init", "create_node", "support.ros", "Processes(",
                 "mango.client", "mango.bringup", "mango bringup", "ros_runner", "import ray")
 
@@ -57,17 +59,15 @@ SERIAL_MARKS = ("spun_node", "rclpy.init", "create_node", "support.ros", "Proces
 def _serial(path: Path, seen: dict[Path, bool]) -> bool:
     if path not in seen:
         text = path.read_text(encoding="utf-8", errors="replace")
-        tests = REPO / "test"
-        folders = set(path.relative_to(tests).parent.parts) if path.is_relative_to(tests) \
-            else set()
-        seen[path] = bool(SERIAL_DIRS & folders) or any(mark in text for mark in SERIAL_MARKS)
+        seen[path] = any(mark in text for mark in SERIAL_MARKS)
     return seen[path]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     seen: dict[Path, bool] = {}
     for item in items:
-        if item.get_closest_marker("serial") is None and _serial(Path(item.path), seen):
+        if item.get_closest_marker("serial") is None and item.get_closest_marker(
+                "parallel") is None and _serial(Path(item.path), seen):
             item.add_marker(pytest.mark.serial)
     # modules with slow tests first, so that parallel workers do not end on one long tail
     slow = {item.path for item in items if item.get_closest_marker("slow") is not None}

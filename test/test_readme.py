@@ -176,7 +176,7 @@ def _check_primitive_actions() -> None:
     assert '(Grasp, "grasp"' in node and '(Place, "place"' in node
     rig = (ROOT / "test/support/primitives_rig.py").read_text()  # the tests' stack
     assert 'load_stack("sim")' in rig and '"primitives_node"' in rig
-    for name in ("test_node.py", "test_node_scenes.py"):
+    for name in ("test_node.py",):
         test = (ROOT / "test/primitives" / name).read_text()
         assert "primitives_stack(" in test and "Grasp.Goal(target=" in test, name
         assert "Place.Goal(destination=" in test, name
@@ -547,12 +547,14 @@ class Walker:
             self.stop(key)
 
 
+@pytest.mark.parallel
 def test_readme_commands_are_parsed_from_shell_blocks_only() -> None:
     text = ("```bash\nmango a   # c\nmango b \\\n    --x 1\n```\n```python\nmango no\n```\n"
             "```console\n$ mango c\n```\n```\nmango plain\n```\n")
     assert readme_commands(text) == ["mango a", "mango b --x 1", "mango c"]
 
 
+@pytest.mark.parallel
 def test_every_readme_command_is_walked() -> None:
     commands = readme_commands()
     missing = [c for c in commands if c not in WALK]
@@ -562,8 +564,32 @@ def test_every_readme_command_is_walked() -> None:
     assert not stale, f"WALK lines no longer in the README: {stale}"
 
 
+# what brings up ROS nodes (a stack, a node, a DDS round trip) or reads what they made: walked
+# on a quiet machine, the rest on every core (two walks, each in README order in a folder of
+# its own; no command of one reads what the other made)
+ROS_COMMANDS = ("mango doctor", "mango bringup", "mango record", "mango replay", "mango bag",
+                "mango demo", "mango policy run", "python -m mango.nodes")
+
+
+def needs_ros(command: str, steps: tuple[Step, ...]) -> bool:
+    return command.startswith(ROS_COMMANDS) or any(
+        isinstance(s, Start | Stop) or (isinstance(s, Run) and s.cmd.startswith(ROS_COMMANDS))
+        for s in steps)
+
+
+@pytest.mark.parallel
+def test_the_two_walks_split_the_readme() -> None:
+    """Every walked command is in exactly one walk, and the ROS one has the stacks."""
+    walked = {c: WALK[c] for c in readme_commands() if c in WALK}
+    ros = [c for c, steps in walked.items() if needs_ros(c, steps)]
+    assert any(c.startswith("mango bringup") for c in ros) and "mango doctor" in ros
+    assert any(c.startswith("mango oracle check") for c in walked if c not in ros)
+
+
 @pytest.mark.slow
-def test_walk_the_readme(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ros", [pytest.param(False, id="cli", marks=pytest.mark.parallel),
+                                 pytest.param(True, id="ros")])
+def test_walk_the_readme(tmp_path: Path, ros: bool) -> None:
     for name in ("config", "test"):  # what the README's paths name, read-only
         (tmp_path / name).symlink_to(ROOT / name)
     walker = Walker(tmp_path)
@@ -573,16 +599,21 @@ def test_walk_the_readme(tmp_path: Path) -> None:
             steps = WALK.get(command)
             if steps is None:
                 continue  # test_every_readme_command_is_walked says so
+            if needs_ros(command, steps or ()) != ros:
+                continue  # the other walk's
             start = time.monotonic()
             for step in steps or (Run(command),):
                 walker.step(step)
             timings.append((time.monotonic() - start, command))
     finally:
         walker.close()
+    for took, command in sorted(timings, reverse=True):  # shown with -s / on failure
+        print(f"{took:6.1f} s  {command[:90]}")
     slowest = ", ".join(f"{c.split(' [')[0][:40]} {s:.0f} s" for s, c in sorted(timings)[-3:])
     assert not walker.failures, "\n\n".join(walker.failures) + f"\n\n(slowest: {slowest})"
 
 
+@pytest.mark.parallel
 def test_the_walker_catches_a_bad_exit_a_traceback_and_a_missing_text(tmp_path: Path) -> None:
     walker = Walker(tmp_path)
     walker.step(Run("python -c 'raise SystemExit(3)'"))

@@ -10,8 +10,11 @@ speed ~0 after, the position held); a phrase that matches nothing and an unreach
 rejected with the reason; an object slid away through the sim (`~/set_entity_pose`) between
 Detect and close is a failed grasp (closed on air, measured); the mug put in the microwave
 through Place (regrasped from the side, its handle turned to lead, judged on the physics).
-Every movable object of every LIBERO-10 scene goes through the same actions in
-`test_node_scenes.py`.
+One scene's movable objects go through the actions with every claim of their results checked
+against the sim (`test_every_object_of_a_basket_scene_through_the_actions`); every movable
+object of every LIBERO-10 scene goes through the same executor in-process
+(`test_scenes.py`), and the success rates over them are `make bench`'s
+(`bench/bench_primitives.py`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import pytest
 from action_msgs.msg import GoalStatus
 from geometry_msgs.msg import Point, Pose, Quaternion
 from sensor_msgs.msg import JointState
+from support.primitive_cases import destination, phrase, wider_than_the_hand
 from support.primitives_rig import (
     JOINTS,
     Rig,
@@ -40,14 +44,21 @@ from unique_identifier_msgs.msg import UUID
 from mango.client.session import spun_node
 from mango.nodes.actions import ActionClient
 from mango.oracle.predicates import StateView, Thresholds, p_in
-from mango.primitives import plan_grasp
+from mango.oracle.world_state import WorldState as State
+from mango.primitives import parse_destination, plan_grasp
+from mango.primitives.runner import relation_holds, released_on_table
 from mango.ros.detection_msg import detection_from_msg
 from mango.ros.world_state_msg import msg_to_state
+from mango.sim.scene import as_scene
 from mango_ros.action import ExecuteChunk, Grasp, Place
 from mango_ros.msg import WorldState
 from mango_ros.srv import SetEntityPose
 
 SCENE = "libero10_soup_sauce_basket"
+# a basket wider than the hand (refused with the reason), two objects that go in it and two
+# for empty space on the table: every kind of claim a Grasp or Place result makes
+SWEPT = "libero10_soup_cheese_basket"
+PHASES = ["detect", "plan", "approach", "close", "lift"]
 CANCELED, SUCCEEDED = GoalStatus.STATUS_CANCELED, GoalStatus.STATUS_SUCCEEDED
 
 
@@ -68,6 +79,79 @@ def test_grasp_by_entity_id_then_place_in_empty_space(rig: Rig) -> None:
     assert sauce[1] > basket[1] + 0.12  # left (+y) of the basket's 24 cm width
     again = run_goal(rig.place, Place.Goal(destination="in the basket"))
     assert again.status == Place.Result.STATUS_REJECTED and "nothing is held" in again.message
+
+
+def _state_after_result(rig: Rig) -> State:
+    """A world state the sim published after the result arrived."""
+    n = len(rig.world)
+    wait_for(lambda: len(rig.world) > n, 10, "a world state after the result")
+    return rig.state()
+
+
+def _check_grasp(rig: Rig, eid: str, g: Grasp.Result, feedback: list[Grasp.Feedback]) -> None:
+    """What a held grasp reports is what the sim has."""
+    st = _state_after_result(rig)
+    assert g.held == (st.fact(f"grasped({eid})") is True), (eid, g.message)  # measured
+    if not g.held:
+        return
+    assert g.status == Grasp.Result.STATUS_SUCCEEDED, (eid, g.message)
+    assert g.entity_id == eid and g.detection.entity_id == eid, (eid, g.entity_id)
+    assert 0.003 < g.gripper_width < 0.08 and eid in g.finger_contacts, (eid, g.message)
+    # feedback is a topic and the result a service reply: the last feedback, sent before the
+    # result, may arrive after it (seen once: 0.91 the newest when the result came)
+    wait_for(lambda: feedback and feedback[-1].progress >= 1.0 - 1e-6, 2.0, "the last feedback")
+    phases = [f.phase for f in feedback]
+    assert [p for i, p in enumerate(phases) if i == 0 or phases[i - 1] != p] == PHASES
+    progress = [f.progress for f in feedback]
+    assert progress == sorted(progress) and progress[-1] == pytest.approx(1.0)
+    if "robot_hand" in st.objects:  # the measured final hand pose is where the sim has it
+        p = g.final_hand_pose.position
+        assert math.dist((p.x, p.y, p.z), st.objects["robot_hand"].position) < 0.03
+
+
+def test_every_object_of_a_basket_scene_through_the_actions(rig: Rig) -> None:
+    """A Grasp goal is told only the object, as a user names it; the Place goal where the
+    scene's expert plan puts it, or "empty space on the table" (`support/primitive_cases.py`,
+    shared with the in-process sweep of all ten scenes). Each result's claims are checked
+    exactly against the sim's world state: `held` is the sim's `grasped(x)` after the lift;
+    an object wider than the hand is rejected with the reason; a place lets go, and one that
+    says it succeeded has (`relation_holds`, the oracle's predicates; "empty space" within
+    5 cm of the release on the table, `released_on_table`)."""
+    scene = as_scene(SWEPT)
+    rig.reset(SWEPT, 0)
+    movable = [e for e in scene.entities if e.movable]
+    assert any(wider_than_the_hand(e) for e in movable)
+    rig.seen_where_it_is(phrase(scene, movable[0].id), movable[0].id)
+    failures: list[str] = []
+    for e in movable:
+        said, where = phrase(scene, e.id), destination(scene, e.id)
+        feedback: list[Grasp.Feedback] = []
+        g = run_goal(rig.grasp, Grasp.Goal(target=said), timeout=180, feedback=feedback)
+        _check_grasp(rig, e.id, g, feedback)
+        if wider_than_the_hand(e):
+            assert g.status == Grasp.Result.STATUS_REJECTED, (e.id, g.message)
+            assert "wider than the hand" in g.message, g.message
+            continue
+        if not g.held:
+            failures.append(f"grasp {e.id}: {g.status}: {g.message}")
+            continue
+        p = run_goal(rig.place, Place.Goal(destination=where, object_hint=said), timeout=240)
+        st = _state_after_result(rig)
+        assert st.fact(f"grasped({e.id})") is False, (e.id, p.message)  # it was let go
+        req = parse_destination(where)
+        if req.kind in ("in", "on"):
+            truth = bool(p.destination_id) and relation_holds(
+                scene, st, req.kind, e.id, p.destination_id)
+        else:
+            r = p.release_pose.position
+            truth = released_on_table(scene, st, e.id, (r.x, r.y))
+        claimed = p.status == Place.Result.STATUS_SUCCEEDED
+        assert truth or not claimed, (e.id, where, p.message)  # no success that did not happen
+        if not (truth and claimed):
+            failures.append(f"place {e.id} {where}: {p.status} (truth {truth}): {p.message}")
+    # the in-process sweep's rule: per scene at most one grasp may miss (the rates over many
+    # scenes and seeds are the benchmark's); a place's claim was checked exactly above
+    assert sum(f.startswith("grasp") for f in failures) <= 1, failures
 
 
 def test_after_a_scene_reset_grasp_then_place_on_a_plate(rig: Rig) -> None:
@@ -174,16 +258,21 @@ def test_a_cancel_mid_approach_holds_the_arm(rig: Rig) -> None:
     it, and the arm comes to rest where it was and stays there."""
     rig.reset(SCENE, 0)
     # the cream cheese: 27 cm across the table from the ready pose, so the approach is chunks
+    sent = time.monotonic()
     gh, res = start_until(rig.grasp, Grasp.Goal(target="the cream cheese box"), "approach", 0.1)
-    moving = rig.recent_speed(0.3)
     since = time.monotonic()
     gh.cancel_goal_async()
     wait_for(res.done, 10, "the cancelled grasp's result")
     g = res.result().result
     assert g.status == Grasp.Result.STATUS_CANCELLED and "holds position" in g.message, g.message
     assert "approach" in g.message and not g.held
-    assert moving is not None and moving > 0.02  # it was moving when cancelled
     time.sleep(0.3)  # the statuses and commands in flight arrive
+    # it was moving when cancelled: judged on the sim's clock (the control node stamps its
+    # commands with /clock), over the second before the newest command of this goal (the
+    # hold), once the joint states up to it have come, which a loaded test process receives
+    # late
+    t_hold = max(st for r, st in rig.commands if r > sent)
+    assert rig.speed_before(t_hold, 1.0) > 0.02
     # Whether the cancel stopped the chunk in flight is the controller's own word, not times of
     # arrival here (a loaded CI machine took the last command 0.98 s after the CANCELING
     # status): its ExecuteChunk result, asked for by goal id as any client may, is CANCELLED
@@ -217,9 +306,12 @@ def test_a_cancel_mid_approach_holds_the_arm(rig: Rig) -> None:
     except AssertionError as exc:  # what the arm did instead, for the next reader (CI, once)
         raise AssertionError(
             f"{exc}: speed over the last 0.5 s {rig.recent_speed(0.5)} rad/s, "
-            f"{np.abs(rig.joints[-1][1] - rig.target).max():.4f} rad from the last command, "
+            f"{np.abs(rig.joints[-1][1] - rig.target).max():.4f} rad from the last command "
+            f"(per joint {np.round(rig.joints[-1][1] - rig.target, 4).tolist()}), "
             f"{len(rig.commands)} commands, the newest received "
-            f"{time.monotonic() - rig.commands[-1][0]:.1f} s ago") from None
+            f"{time.monotonic() - rig.commands[-1][0]:.1f} s ago, stamped "
+            f"{rig.commands[-1][1]:.3f} (sim time now {rig.joints[-1][2]:.3f}); hand at "
+            f"{rig.state().objects['robot_hand'].position}") from None
     start = rig.joints[-1]
     wait_for(lambda: rig.joints[-1][2] - start[2] >= 0.5, 10.0, "half a second of sim time")
     end = rig.joints[-1]

@@ -1,6 +1,6 @@
 """Every movable object of every LIBERO-10 scene, grasped then placed by the executor on the
 embedded sim's ports (the same `PrimitiveExecutor` the primitives_node runs;
-`test_node_scenes.py` takes every one through the ROS actions).
+`test_node.py` takes one scene's objects through the ROS actions).
 
 Each object is placed where the scene's expert plan puts it ("in/on the <destination>"), or,
 when the plan does not move it, in "empty space on the table". What is asserted is what a

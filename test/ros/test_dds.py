@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.serial  # DDS discovery between processes, with deadlines
+
 HERE = Path(__file__).resolve().parent
 TRACE = HERE.parent / "data" / "ros" / "sample_trace.jsonl"
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.serial  # a real-time sim stack through `mango demo`
+
 REPO = Path(__file__).resolve().parents[2]
 SCENE = "libero10_book_caddy"  # the shortest expert run
 

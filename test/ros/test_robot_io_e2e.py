@@ -14,6 +14,8 @@ from mango.bags import BagReader
 from mango.sim.faults import parse_fault
 from mango.sim.runner import run_episode
 
+pytestmark = pytest.mark.serial  # real-time sim stacks through `mango policy run`
+
 SCENE = "libero10_book_caddy"  # LIBERO-10 task 5, the shortest expert run (~13 s)
 # Early in the transport, so the dropped book lands well away from the caddy (24 cm in the
 # embedded run). At 50 % it lands against the caddy's side (5 cm from its centre): a loaded

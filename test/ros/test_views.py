@@ -16,7 +16,8 @@ from support.layouts import fixed_frames, layout_topics
 from mango.bags import BagReader
 from mango.bags.types import default_types
 
-pytestmark = [pytest.mark.ros, pytest.mark.slow]
+# serial: a real-time sim stack through `mango demo`
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.serial]
 
 REPO = Path(__file__).resolve().parents[2]
 SCENE = "libero10_book_caddy"  # the shortest expert run

@@ -1,7 +1,7 @@
 """What the primitives tests ask of each LIBERO-10 scene: every movable object, named as a
 user would, and where the scene's expert plan puts it — shared by the embedded executor's
 test (`test/primitives/test_scenes.py`) and the one through the ROS actions
-(`test/primitives/test_node_scenes.py`)."""
+(`test/primitives/test_node.py`)."""
 
 from __future__ import annotations
 

@@ -45,6 +45,17 @@ def joint_rows(rows: list[tuple[float, np.ndarray, float]]) -> Callable[[JointSt
     return on_joints
 
 
+def _fastest(rows: list[tuple[np.ndarray, float]], window: float) -> float:
+    """Fastest joint speed over (positions, sim time) rows: displacement over `window` s."""
+    out, j = 0.0, 0
+    for q, t in rows:
+        while rows[j + 1][1] <= t - window:  # rows[j]: the latest `window` before t
+            j += 1
+        if t - rows[j][1] >= window:
+            out = max(out, float(np.abs(q - rows[j][0]).max() / (t - rows[j][1])))
+    return out
+
+
 @dataclass
 class Rig:
     node: Node
@@ -73,14 +84,7 @@ class Rig:
         """Fastest joint speed (rad/s) measured since `since` (monotonic): displacement over
         `window` s of sim time (sim_node publishes no velocities; single 10 ms differences
         are the actuators' jitter)."""
-        rows = [(q, t) for r, q, t in self.joints if r >= since]
-        out, j = 0.0, 0
-        for q, t in rows:
-            while rows[j + 1][1] <= t - window:  # rows[j]: the latest `window` before t
-                j += 1
-            if t - rows[j][1] >= window:
-                out = max(out, float(np.abs(q - rows[j][0]).max() / (t - rows[j][1])))
-        return out
+        return _fastest([(q, t) for r, q, t in self.joints if r >= since], window)
 
     def recent_speed(self, span: float) -> float | None:
         """`speed` over the last `span` s of sim time; None before that much has come. On sim
@@ -94,6 +98,25 @@ class Rig:
             k -= 1
         r, _, t = self.joints[k]
         return self.speed(r) if t_end - t >= span - 0.02 else None
+
+    def episode_rows(self) -> list[tuple[float, np.ndarray, float]]:
+        """The joint rows of the current episode: back from the newest while sim time falls
+        (it starts again at a reset)."""
+        k = len(self.joints) - 1
+        while k > 0 and self.joints[k - 1][2] <= self.joints[k][2]:
+            k -= 1
+        return self.joints[max(k, 0):]
+
+    def speed_before(self, t_sim: float, span: float, timeout: float = 30.0) -> float:
+        """Fastest joint speed over the `span` s of sim time before `t_sim`, once the joint
+        states up to `t_sim` have arrived: on the sim's clock, so a test process that receives
+        them late (a loaded machine) measures the same motion."""
+        wait_for(lambda: self.joints and self.joints[-1][2] >= t_sim, timeout,
+                 f"joint states up to sim time {t_sim:.2f}")
+        rows = [r for r in self.episode_rows() if t_sim - span <= r[2] <= t_sim]
+        assert len(rows) >= 2 and rows[-1][2] - rows[0][2] >= 0.1, \
+            f"joint states over {span} s before {t_sim:.2f}: {[round(r[2], 3) for r in rows]}"
+        return _fastest([(q, t) for _, q, t in rows], 0.1)
 
     def resting(self, span: float) -> bool:
         """Still (under 1 mrad/s) over the last `span` s of sim time."""
@@ -212,7 +235,7 @@ def primitives_stack(scene: str, real_time_factor: float = 1.0,
         node.create_subscription(WorldState, f"{ns}/world_state", rig.world.append, 10)
         if watch_arm:
             node.create_subscription(JointState, f"{ns}/joint_states",
-                                     joint_rows(rig.joints), 50)
+                                     joint_rows(rig.joints), 1000)
             # the status and the commands in callback groups of their own: the times taken are
             # when each arrived, not when the executor got round to it behind the joint and world
             # states (a quiet run took the last command 1.8 s after the cancel that way)
