@@ -95,6 +95,21 @@ class NotHere:
     check: Callable[[], None]
 
 
+def proved_by(test: str, *words: str) -> NotHere:
+    """A README command another test of the suite already runs with these words (arguments
+    and options, as written there), asserting more than the walk would: not run twice. The
+    check fails when that test is gone or stops running them."""
+    file, _, name = test.partition("::")
+
+    def check() -> None:
+        text = (ROOT / file).read_text()
+        assert f"def {name}(" in text, f"{test} is gone"
+        missing = [w for w in words if w not in text]
+        assert not missing, f"{test} no longer runs {missing}"
+
+    return NotHere(f"run by {test}", check)
+
+
 Step = Run | Start | Stop | NotHere
 AS_WRITTEN: tuple[Step, ...] = ()  # run the README line itself
 
@@ -261,8 +276,8 @@ WALK: dict[str, tuple[Step, ...]] = {
         Run("mango bag export out/oracle_bag.repaired -o out/", expect=("out/oracle_bag",)),
     ),
     "mango demo [--scene S] [--fault KIND@WHEN]": (
-        Run("mango demo --scene stove_moka --fault drop@0.3",
-            expect=("verdict: FAIL", "oracle agrees")),
+        proved_by("test/ros/test_demo.py::test_demo_localizes_a_fault_and_replays_identically",
+                  '"demo"', '"--scene"', '"--fault"', '"oracle agrees"', '"replay"'),
     ),
     'mango perception detect --scene bowl_drawer --seed 2 "the black bowl" "a purple unicorn" '
     '--json': (
@@ -331,9 +346,10 @@ WALK: dict[str, tuple[Step, ...]] = {
     # the openpi backend needs a policy server (tested against one in test/policy)
     "mango policy run --scene book_caddy [--backend openpi --host H --port 8000] "
     "[--fault drop@0.3] [--bag OUT] [--json]": (
-        Run("mango policy run --scene book_caddy --fault drop@0.3 --bag out/policy_bag --json",
-            expect=('"failed_step": "1.3"', '"expected_verdict": "fail"')),
-        Run("mango bag info out/policy_bag", expect=("world_state",)),
+        proved_by("test/ros/test_robot_io_e2e.py::test_injected_fault_fails_at_the_labelled_step",
+                  '"policy", "run"', '"--scene", SCENE', '"--fault", DROP', '"--json"',
+                  '"--bag", str(bag)', "BagReader", 'SCENE = "libero10_book_caddy"',
+                  'DROP = "drop@0.3"'),
     ),
     "mango policy run --scene book_caddy --bag out/views --record-views": (
         Run("mango policy run --scene book_caddy --bag out/views --record-views",
@@ -342,13 +358,14 @@ WALK: dict[str, tuple[Step, ...]] = {
                                                 "/camera/front/image_raw")),
     ),
     "mango bringup sim --scene book_caddy [--bag DIR] [--namespace NS]": (
-        Start("sim", "mango bringup sim --scene book_caddy --bag {work}/out/sim_bag",
-              ready=("[sim_node]", "[franka_control_node]", "[vla_node]", "[oracle_node]")),
+        proved_by("test/bringup/test_attach.py::test_attach_judges_a_task_on_the_running_stack_and_its_bag_is_where_it_said",
+                  '"bringup", "sim", "--scene", SCENE', '"--namespace", NS', '"--bag"',
+                  'SCENE = "libero10_book_caddy"'),
     ),
     "mango policy run --attach [--namespace NS] [--scene book_caddy]": (
-        Run("mango policy run --attach", expect=("pass", "out/sim_bag")),
-        Stop("sim"),
-        Run("mango bag info out/sim_bag", expect=("world_state", "task_verdict")),
+        proved_by("test/bringup/test_attach.py::test_attach_judges_a_task_on_the_running_stack_and_its_bag_is_where_it_said",
+                  '"policy", "run", "--attach", "--namespace", NS', '"--scene", SCENE',
+                  'f"bag: {bag}"'),
     ),
     "mango bddl import test/data/bddl/study_single_atom.bddl -o out/bddl/": (
         Run("mango bddl import test/data/bddl/study_single_atom.bddl -o out/bddl/",

@@ -59,12 +59,12 @@ def test_ray_tasks_give_the_local_results_and_listen_on_loopback_only(
     path.write_text(f"""name: ray
 systems: [{{name: expert, kind: policy}}]
 tasks: [{TINY}]
-seeds: {{start: 0, count: 2}}
+seeds: {{start: 0, count: 1}}
 faults: [none, drop@0.5]
 """)
     on_ray = run_campaign(load_campaign(path), tmp_path / "ray", ray_address=ray_head)
     local = run_campaign(load_campaign(path), tmp_path / "local", workers=2)
-    assert (on_ray.ran, on_ray.errors, local.ran) == (4, 0, 4)
+    assert (on_ray.ran, on_ray.errors, local.ran) == (2, 0, 2)  # a nominal and a faulted run
 
     def outcomes(out: Path) -> dict[str, tuple]:
         with Store(out / STORE_FILE) as s:
