@@ -41,9 +41,11 @@ seeds: {seeds}
     return path
 
 
-def _one_error_line(args: list[str]) -> str:
+def _one_error_line(args: list[str], code: int = 2) -> str:
+    """The one error line of a command that must exit `code` (commands.md: 2 bad input, 1 a
+    run that could not be carried out)."""
     res = runner.invoke(app, args)
-    assert res.exit_code == 2, (args, res.stdout, res.stderr, res.exception)
+    assert res.exit_code == code, (args, res.stdout, res.stderr, res.exception)
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error: ")]
     assert len(errors) == 1 and "Traceback" not in res.stdout + res.stderr, res.stderr
     return errors[0]
@@ -136,7 +138,7 @@ def test_a_damaged_store_is_named_on_report_and_on_resume(finished: Path, tmp_pa
 
 
 def test_a_report_to_a_full_disk_names_it(finished: Path) -> None:
-    line = _one_error_line(["campaign", "report", str(finished), "-o", "/dev/full"])
+    line = _one_error_line(["campaign", "report", str(finished), "-o", "/dev/full"], code=1)
     assert line == "error: cannot write /dev/full: No space left on device"
 
 
@@ -148,11 +150,11 @@ def test_a_full_store_is_named(finished: Path, tmp_path: Path) -> None:
         (result,) = store.results()
         pages = store.db.execute("PRAGMA page_count").fetchone()[0]
         store.db.execute(f"PRAGMA max_page_count = {pages}")
-        with pytest.raises(InputError) as err:
+        with pytest.raises(OSError) as err:  # the system's refusal: the run cannot go on
             for i in range(50):
                 store.add({**result, "episode": f"more_{i}", "pad": "x" * 4000})
-    assert err.value.file == str(db)
-    assert err.value.message == "cannot write the campaign store (database or disk is full)"
+    assert err.value.filename == str(db)
+    assert err.value.strerror == "cannot write the campaign store (database or disk is full)"
     with Store(db) as store:  # what was stored before stays
         assert [r["episode"] for r in store.results()] == [result["episode"]]
 
@@ -168,7 +170,7 @@ def test_a_disk_full_mid_campaign_is_one_error_naming_the_file(tmp_path: Path) -
     proc = subprocess.run([sys.executable, "-m", "mango.cli.main", "campaign", "run",
                            str(_campaign(tmp_path)), "-o", str(out)], capture_output=True,
                           text=True, timeout=120, preexec_fn=_limited)
-    assert proc.returncode == 2, proc.stderr
+    assert proc.returncode == 1, proc.stderr  # the run could not be carried out
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
     trace = out / "episodes" / "expert__tiny_basket__s0__none" / "trace.jsonl"
     assert errors == [f"error: {trace}: File too large"], proc.stderr

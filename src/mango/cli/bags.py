@@ -81,8 +81,9 @@ def record(
     if failed is not None:
         where = failed.filename or (node.writer.path / node.writer.file_name if node is not None
                                     else output)
-        _fail(InputError(f"cannot write: {failed.strerror or failed}; the bag keeps what "
-                         "reached the disk before (`mango bag info` reads it)", file=str(where)))
+        sys.stderr.write(f"error: {where}: cannot write: {failed.strerror or failed}; the bag "
+                         "keeps what reached the disk before (`mango bag info` reads it)\n")
+        raise typer.Exit(1)  # the recording could not go on (commands.md: exit 1)
 
 
 def replay(

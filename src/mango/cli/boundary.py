@@ -1,11 +1,14 @@
-"""The command line's error boundary: what a user can cause is one `error:` line on stderr and
-exit 2, never a traceback; a bug stays a traceback.
+"""The command line's error boundary: what a user or the system can cause is one `error:` line
+on stderr, never a traceback; a bug stays a traceback. Exit codes as `shared/spec/commands.md`
+has them: 2 on bad input, 1 when the run itself could not be carried out.
 
-- a bad option value (out of its range, not a number): `error: field '--seed': ...`;
-- an `InputError` any command lets through (a campaign's store, a file read late);
-- an `OSError` about a path (a full disk, a folder made read-only or removed meanwhile, a
-  special file): the path and what the system said. One with no path and no disk trouble
-  (a refused connection, a broken pipe) is not ours to word and goes on as it is.
+- a bad option value (out of its range, not a number): `error: field '--seed': ...`, exit 2;
+- an `InputError` any command lets through (a campaign's store, a file read late), exit 2;
+- an `OSError` about a path (a full disk, a folder made read-only or removed meanwhile): the
+  path and what the system said, exit 1 — inputs and outputs are checked before the work
+  starts (as `InputError`s), so what the system refuses later stopped a run under way. One with
+  no path and no disk trouble (a refused connection, a broken pipe) is not ours to word and
+  goes on as it is.
 
 Commands still catch what they can say better; this is where the rest ends."""
 
@@ -38,7 +41,7 @@ class ErrorBoundary(TyperGroup):
             said = os_error_line(exc)
             if said is None:
                 raise
-            _fail(said)
+            _fail(said, RUN_FAILED)
         except Exception as exc:
             from mango.errors import InputError
 
@@ -78,6 +81,9 @@ def _bad_parameter(exc: Any) -> str:
     return str(InputError(message, field=name))
 
 
-def _fail(line: str) -> NoReturn:
+BAD_INPUT, RUN_FAILED = 2, 1  # commands.md's exit codes
+
+
+def _fail(line: str, code: int = BAD_INPUT) -> NoReturn:
     sys.stderr.write("error: " + line.replace("\r", " ").replace("\n", " ") + "\n")
-    raise typer.Exit(2)
+    raise typer.Exit(code)

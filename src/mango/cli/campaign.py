@@ -147,4 +147,4 @@ def report(
         try:
             out.write_text(text, encoding="utf-8")
         except OSError as exc:
-            _fail(f"cannot write {out}: {exc.strerror}")
+            _fail(f"cannot write {out}: {exc.strerror}", 1)  # the report was made, not written

@@ -13,6 +13,7 @@ to do, not sqlite's words alone.
 
 from __future__ import annotations
 
+import errno
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -69,13 +70,18 @@ class Store:
     @contextmanager
     def _checked(self) -> Iterator[None]:
         """sqlite's errors as the user's: this file, and whether it cannot be written (a full
-        disk, a read-only file), is in use, or is no campaign store (damaged, cut short)."""
+        disk: an `OSError`, the run could not go on; a read-only file), is in use, or is no
+        campaign store (damaged, cut short)."""
         try:
             yield
         except sqlite3.DatabaseError as exc:
             text = str(exc)
             if isinstance(exc, sqlite3.OperationalError):
-                if any(w in text for w in ("full", "disk I/O", "readonly", "unable to open")):
+                if "full" in text or "disk I/O" in text:  # the system refused a write mid-run
+                    raise OSError(errno.ENOSPC if "full" in text else errno.EIO,
+                                  f"cannot write the campaign store ({text})",
+                                  str(self.path)) from None
+                if any(w in text for w in ("readonly", "unable to open")):
                     raise InputError(f"cannot write the campaign store ({text})",
                                      file=str(self.path)) from None
                 if "locked" in text:
