@@ -12,6 +12,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,35 @@ def test_a_damaged_store_is_named_on_report_and_on_resume(finished: Path, tmp_pa
     assert resume.startswith(says) and "use a new output folder" in resume
     assert sorted(p.name for p in (out / "episodes").iterdir()) == sorted(
         p.name for p in (finished / "episodes").iterdir())  # nothing ran, nothing lost
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_a_store_damaged_anywhere_is_reported_or_named_never_a_traceback(
+        finished: Path, data: st.DataObject) -> None:
+    """The store cut at any byte, or any bytes of it overwritten: `campaign report` either
+    reports (exit 0: the damage missed what it reads) or says the store is unreadable in one
+    line naming it (exit 2) — never a traceback, never another error."""
+    original = (finished / STORE_FILE).read_bytes()
+    at = data.draw(st.integers(0, len(original) - 1), label="offset")
+    if data.draw(st.booleans(), label="cut"):
+        damaged = original[:at]
+    else:
+        junk = data.draw(st.binary(min_size=1, max_size=64), label="junk")
+        damaged = original[:at] + junk + original[at + len(junk):]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out"
+        shutil.copytree(finished, out)
+        (out / STORE_FILE).write_bytes(damaged)
+        res = runner.invoke(app, ["campaign", "report", str(out), "--format", "json"])
+        assert "Traceback" not in res.stdout + res.stderr, (at, res.stderr)
+        assert res.exception is None or isinstance(res.exception, SystemExit), (at, res.exception)
+        errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error: ")]
+        if res.exit_code == 0:
+            assert not errors
+        else:  # the store, or the folder whose store holds no episode (a cut at byte 0)
+            assert res.exit_code == 2 and len(errors) == 1, (at, res.stderr)
+            assert errors[0].startswith(f"error: {out}"), errors
 
 
 def test_a_report_to_a_full_disk_names_it(finished: Path) -> None:

@@ -74,6 +74,10 @@ class Store:
         campaign store (damaged, cut short)."""
         try:
             yield
+        except UnicodeDecodeError as exc:  # sqlite's text (a row, its own message) not UTF-8
+            raise InputError(f"not a readable campaign store (text that is not UTF-8: {exc.reason})"
+                             ": move it aside (the episode folders stay) or use a new output "
+                             "folder", file=str(self.path)) from None
         except sqlite3.DatabaseError as exc:
             text = str(exc)
             if isinstance(exc, sqlite3.OperationalError):
@@ -97,10 +101,19 @@ class Store:
                             (key, json.dumps(value)))
             self.db.commit()
 
+    def _decoded(self, text: Any) -> Any:
+        """A stored JSON text; a damaged one names the store, as sqlite's own damage does."""
+        try:
+            return json.loads(text)
+        except (json.JSONDecodeError, TypeError, UnicodeDecodeError) as exc:
+            raise InputError(f"not a readable campaign store (a damaged record: {exc}): move it "
+                             "aside (the episode folders stay) or use a new output folder",
+                             file=str(self.path)) from None
+
     def meta(self, key: str) -> Any:
         with self._checked():
             row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        return self._decoded(row[0]) if row else None
 
     def done(self) -> set[str]:
         with self._checked():
@@ -110,7 +123,7 @@ class Store:
         with self._checked():
             row = self.db.execute("SELECT result FROM episodes WHERE id = ?",
                                   (episode_id,)).fetchone()
-        return json.loads(row[0]) if row else None
+        return self._decoded(row[0]) if row else None
 
     def add(self, result: dict[str, Any], role: str = "episode") -> None:
         verdict = result.get("verdict") or {}
@@ -132,4 +145,4 @@ class Store:
             rows = self.db.execute(
                 "SELECT result FROM episodes WHERE role = ? ORDER BY id", (role,)).fetchall()
         for (text,) in rows:
-            yield json.loads(text)
+            yield self._decoded(text)
