@@ -90,7 +90,7 @@ class Robot:
         self.node = node
         self.namespace = "/" + namespace.strip("/") if namespace.strip("/") else ""
         self.names = names or RobotNames()
-        self.server_timeout = server_timeout  # s a goal waits for its server to appear
+        self.server_timeout = server_timeout  # s a goal or a call waits for its server
         self.server_lost_after = server_lost_after  # s a server may vanish mid-goal
         self._watch = watch
         self._actions: dict[str, ActionClient] = {}
@@ -129,15 +129,22 @@ class Robot:
                 self._actions[relative] = ActionClient(self.node, action, self.name(relative))
             return self._actions[relative]
 
+    def _client(self, srv: type, relative: str) -> Any:
+        """This robot's one client of a service, made on first use."""
+        with self._lock:
+            if relative not in self._services:
+                self._services[relative] = self.node.create_client(srv, self.name(relative))
+            return self._services[relative]
+
     def _call(self, srv: type, relative: str, request: Any, timeout: float,
               repeatable: bool = True) -> Any:
         """The service's reply. A `repeatable` request (the same effect when done twice) is
         sent again while this client was never answered (see `request_reply`)."""
-        with self._lock:
-            if relative not in self._services:
-                self._services[relative] = self.node.create_client(srv, self.name(relative))
-            client = self._services[relative]
-        self._wait(client.service_is_ready, timeout, f"service {self.name(relative)}")
+        client = self._client(srv, relative)
+        # The service's discovery may take as long as a server's (a loaded machine, a node's
+        # participant re-announced); `timeout` is the reply's.
+        self._wait(client.service_is_ready, max(timeout, self.server_timeout),
+                   f"service {self.name(relative)}")
         reply = request_reply(client, request, timeout, f"the reply of {self.name(relative)}",
                               self.check, repeatable and relative not in self._answered)
         self._answered.add(relative)
@@ -286,6 +293,9 @@ class Robot:
             request = LoadOracle.Request(oracle_json=oracle)
         else:
             request = LoadOracle.Request(oracle_path=str(Path(oracle).resolve()))
+        # the episode's other oracle services are discovered while it runs, not at its end
+        for service in ("reset", "finish"):
+            self._client(Trigger, f"{self.names.oracle_node}/{service}")
         reply = self._call(LoadOracle, f"{self.names.oracle_node}/load_oracle", request, timeout)
         return OracleLoaded(reply.success, reply.message, tuple(reply.problems),
                             reply.num_actions)
