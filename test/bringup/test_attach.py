@@ -85,6 +85,7 @@ def test_attach_refuses_what_the_stack_chooses_and_a_missing_scene_is_bad_input(
 
 
 @pytest.mark.slow
+@pytest.mark.parallel  # a 15 s wait for a stack that never answers: no CPU, no timing
 def test_attach_without_a_stack_says_how_to_start_one() -> None:
     proc = _mango("policy", "run", "--attach", "--namespace", "/nobody_here")
     assert proc.returncode == 1

@@ -90,6 +90,16 @@ def ifaces() -> Path:
     return prefix
 
 
+@pytest.mark.parallel
+def test_the_test_only_interfaces_build_with_the_wheels_tooling() -> None:
+    # a compile of two packages: in the parallel pass, so that the serial one finds it done
+    site = build_test_interfaces() / "lib" / \
+        f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    assert (site / "control_msgs" / "action" / "_follow_joint_trajectory.py").is_file()
+    assert {p.stem for p in (site / "franka_msgs" / "action").glob("_*.py")} >= {
+        "_grasp", "_move", "_homing"}
+
+
 @dataclass
 class FakeFranka:
     """The robot side: FollowJointTrajectory + gripper actions + joint_states."""
