@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -173,4 +174,76 @@ def run_checks() -> list[CheckResult]:
         results.append(check_dds_round_trip())
     else:
         results.append(CheckResult("dds round trip", "skip", "needs rclpy and the interfaces"))
+    return results
+
+
+def realtime_kernel() -> bool:
+    """Whether this kernel is PREEMPT_RT (libfranka's `RealtimeConfig::kEnforce` needs it)."""
+    rt = Path("/sys/kernel/realtime")
+    if rt.is_file():
+        return rt.read_text().strip() == "1"
+    return "PREEMPT_RT" in os.uname().version
+
+
+def check_robot(address: str, timeout: float = 3.0,
+                connect_timeout: float = 10.0) -> list[CheckResult]:
+    """A Franka robot at `address` as libfranka sees it: reachable, connected, its state, its
+    errors, its hand, and whether this machine can control it in real time."""
+    import socket
+
+    from mango.control.backends.franky_arm import FrankyArm, FrankyOptions
+    from mango.control.backends.libfranka import ArmError
+
+    port = 1337  # libfranka's command port (include/franka/robot.h)
+    try:
+        with socket.create_connection((address, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        return [CheckResult("robot reachable", "fail",
+                            f"nothing answers at {address}:{port} (libfranka's port): {exc}; "
+                            "check the address, the cable to the control box and that the "
+                            "robot is on")]
+    results = [CheckResult("robot reachable", "ok", f"{address}:{port} answers")]
+    arm = FrankyArm(address, FrankyOptions(realtime=False))
+    answer: dict[str, Any] = {}
+
+    def connect() -> None:  # in a thread: libfranka may wait on a robot that never answers
+        try:
+            arm.reconnect()
+            answer["state"] = arm.read(with_width=False)
+            answer["status"] = arm.status()
+        except ArmError as exc:
+            answer["error"] = exc
+
+    worker = threading.Thread(target=connect, daemon=True)
+    worker.start()
+    worker.join(connect_timeout)
+    if worker.is_alive():
+        return [*results, CheckResult(
+            "libfranka connection", "fail",
+            f"no answer from libfranka within {connect_timeout:g} s (another client, such as "
+            "a running control node, may hold the robot)")]
+    if "error" in answer:
+        return [*results, CheckResult(
+            "libfranka connection", "fail",
+            f"{answer['error']} (is FCI activated in Desk, and the robot's system version one "
+            "libfranka 0.21 supports?)")]
+    state, (mode, errors) = answer["state"], answer["status"]
+    joints = ", ".join(f"{q:.3f}" for q in state.q)
+    results.append(CheckResult("libfranka connection", "ok", f"robot mode {mode}"))
+    results.append(CheckResult("robot state", "ok", f"joints [{joints}] rad"))
+    results.append(CheckResult(
+        "robot errors", "fail" if errors else "ok",
+        ("present: " + ", ".join(errors) + " (clear them in Desk, or set the control node's "
+         "`recover`)") if errors else "none"))
+    try:
+        width = arm.hand_width()
+        results.append(CheckResult("hand", "ok" if width is not None else "skip",
+                                   f"width {width:.4f} m" if width is not None else "none"))
+    except ArmError as exc:
+        results.append(CheckResult("hand", "warn", f"no answer from the hand: {exc}"))
+    results.append(CheckResult(
+        "realtime kernel", "ok" if realtime_kernel() else "warn",
+        "PREEMPT_RT" if realtime_kernel() else
+        "not a PREEMPT_RT kernel: libfranka refuses to control with `realtime: true`"))
     return results

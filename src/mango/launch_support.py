@@ -11,7 +11,10 @@ from typing import Any
 from mango.stack import PACKAGE, load_stack
 
 
-def stack_launch_description(stack_name: str) -> Any:
+def stack_launch_description(stack_name: str,
+                             overrides: dict[str, dict[str, Any]] | None = None) -> Any:
+    """The stack's nodes as launch_ros Nodes; `overrides` sets parameters per node name (a
+    launch argument's `LaunchConfiguration`, say)."""
     from ament_index_python.packages import get_package_share_directory
     from launch.actions import EmitEvent
     from launch.events import Shutdown
@@ -27,7 +30,7 @@ def stack_launch_description(stack_name: str) -> Any:
             executable=n.executable,
             name=n.name,
             namespace=n.namespace or "",
-            parameters=[dict(n.parameters)],
+            parameters=[{**n.parameters, **(overrides or {}).get(n.name, {})}],
             remappings=list(n.remappings.items()),
             output="screen",
             # A required node that exits ends the whole launch, as `mango bringup` does.

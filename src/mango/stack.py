@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from mango.errors import InputError
 from mango.yaml_files import load_yaml_model
 
 PACKAGE = "mango_ros"
@@ -70,6 +71,10 @@ class Stack(BaseModel):
 
     name: str
     description: str = ""
+    # another stack this one starts from: its nodes, less `drop`, with a node of the same
+    # namespace and name here replacing the base's whole and the others added
+    extends: str = ""
+    drop: list[str] = []
     use_sim_time: bool = False
     nodes: list[StackNode]
 
@@ -141,11 +146,38 @@ def stack_path(name_or_path: str | Path, share: str | Path = REPO_ROOT) -> Path:
     return Path(share) / "config" / "stacks" / f"{name_or_path}.yaml"
 
 
-def load_stack(name_or_path: str | Path, share: str | Path = REPO_ROOT) -> Stack:
-    """Read and validate a stack file; errors name the file and field."""
+def load_stack(name_or_path: str | Path, share: str | Path = REPO_ROOT,
+               _seen: tuple[str, ...] = ()) -> Stack:
+    """Read and validate a stack file (and the one it `extends`); errors name the file and
+    field."""
     path = stack_path(name_or_path, share)
     stack = load_yaml_model(path, Stack, "stack")
+    if stack.extends:
+        key = str(path.resolve())
+        if key in _seen:
+            raise InputError(f"stacks extend each other in a loop: {' -> '.join(_seen)}",
+                             file=str(path), field="extends")
+        base = load_stack(stack.extends, share, (*_seen, key))
+        stack = _extended(base, stack, path)
     return stack.resolved(share)
+
+
+def _extended(base: Stack, child: Stack, path: Path) -> Stack:
+    def key(n: StackNode) -> str:
+        return f"{n.namespace}/{n.name}"
+
+    unknown = sorted(set(child.drop) - {n.name for n in base.nodes})
+    if unknown:
+        raise InputError(f"drops {', '.join(unknown)}, which {base.name} does not have",
+                         file=str(path), field="drop")
+    mine = {key(n): n for n in child.nodes}
+    nodes = [mine.pop(key(n), n) for n in base.nodes if n.name not in child.drop]
+    nodes += list(mine.values())
+    try:
+        return Stack(name=child.name, description=child.description or base.description,
+                     use_sim_time=child.use_sim_time or base.use_sim_time, nodes=nodes)
+    except ValueError as exc:
+        raise InputError(str(exc), file=str(path), field="nodes") from None
 
 
 def ros_args(node: StackNode, params_file: Path | None = None) -> list[str]:

@@ -15,12 +15,8 @@ from typing import Any
 import numpy as np
 
 from mango.control import JointStateReader, RobotConfig
-from mango.control.backends.franka_ros2 import (
-    ArmResult,
-    GripperCommand,
-    GripperResult,
-    TrajectoryGoal,
-)
+from mango.control.backends.franka_ros2 import ArmResult, GripperResult, TrajectoryGoal
+from mango.control.gripper import GripperCommand
 from mango.control.joint_state import FINGERS
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 
@@ -9,16 +11,19 @@ def register(app: typer.Typer) -> None:
     app.command("doctor")(doctor)
 
 
-def doctor() -> None:
-    """Check Python, rclpy, the RMW, the project's interfaces and a DDS round trip."""
+def doctor(robot: Annotated[str | None, typer.Option(
+        "--robot", help="A Franka robot's address: check it through libfranka instead (reachable, "
+        "FCI, state, errors, hand, real-time kernel).")] = None) -> None:
+    """Check Python, rclpy, the RMW, the project's interfaces and a DDS round trip; or, with
+    --robot, a Franka robot."""
     from rich.console import Console
     from rich.table import Table
 
-    from mango.doctor import run_checks
+    from mango.doctor import check_robot, run_checks
 
     console = Console()
-    results = run_checks()
-    table = Table(title="mango doctor")
+    results = check_robot(robot) if robot else run_checks()
+    table = Table(title=f"mango doctor: robot {robot}" if robot else "mango doctor")
     table.add_column("check", overflow="fold")
     table.add_column("status", overflow="fold")
     table.add_column("detail", overflow="fold")

@@ -16,13 +16,8 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from mango.control.backends.franka_ros2 import (
-    ArmResult,
-    GripperCommand,
-    GripperKind,
-    GripperResult,
-    TrajectoryGoal,
-)
+from mango.control.backends.franka_ros2 import ArmResult, GripperResult, TrajectoryGoal
+from mango.control.gripper import GripperCommand, GripperKind
 from mango.errors import InputError
 from mango.nodes.actions import ActionClient
 

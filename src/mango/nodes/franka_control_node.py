@@ -14,7 +14,10 @@ Backends (parameter `backend`, `mango.control.backends`): `sim` streams position
 the trajectory to `/fr3_arm_controller/follow_joint_trajectory` (control_msgs
 FollowJointTrajectory) and the gripper width to the franka gripper's `move`/`grasp` actions
 under `gripper_namespace` (`control_msgs`/`franka_msgs` exist only on a system ROS 2 and are
-imported lazily). Parameters: `backend`, `robot` (config/robots name or file), `control_rate`,
+imported lazily); `libfranka` drives the FR3 at `robot_ip` through libfranka itself (franky:
+`mango.control.backends.libfranka`) and publishes the robot's joint states on
+`joint_states_topic` at `state_rate` with the robot's clock.
+Parameters: `backend`, `robot` (config/robots name or file), `control_rate`,
 `check_workspace`, `time_factor` (sim: the fastest the simulator's clock may run, in times
 real time, that a trajectory follows; sim_node's `real_time_factor` when that is above 1),
 `max_start_delay` (s a chunk may start late so its first point, timed by
@@ -23,7 +26,10 @@ arm is; 0 refuses such a chunk instead), `max_slowdown` (franka_ros2: how many s
 goal may be slowed down by to keep the motion the joint trajectory controller plays within
 the FR3's acceleration and jerk limits; beyond that it is refused), `joint_states_topic`,
 `joint_command_topic`, `arm_action`, `gripper_namespace`, `grasp_force`, `gripper_speed`,
-`server_timeout`.
+`server_timeout`; libfranka: `robot_ip`, `realtime` (libfranka's real-time kernel check),
+`hand`, `recover` (clear robot errors before a goal), `dynamics_factor` (of the FR3's
+velocity, acceleration and jerk limits), `torque_threshold`, `force_threshold` (collision
+reflexes, franky's defaults), `state_rate`, `comm_timeout`.
 """
 
 from __future__ import annotations
@@ -47,6 +53,9 @@ from mango.control import (
     load_robot,
 )
 from mango.control.backends import ControlBackend, FrankaRos2Backend, FrankaSettings, SimBackend
+from mango.control.backends.franky_arm import FrankyOptions, libfranka_backend
+from mango.control.backends.libfranka import LibfrankaSettings, StateStream
+from mango.errors import InputError
 from mango.nodes.actions import action_server
 from mango.nodes.common import (
     Param,
@@ -60,6 +69,7 @@ from mango.nodes.franka_actions import FrankaActions
 from mango.policy.kinematics import make_kinematics
 from mango.ros.motion_msg import command_from_msg
 from mango.ros.trajectory_msg import point_positions, point_times
+from mango.ros.world_state_msg import stamp_from_seconds
 from mango_ros.action import ExecuteChunk, ExecuteMotion
 from mango_ros.srv import Halt
 
@@ -85,8 +95,35 @@ def _franka_ros2_backend(node: FrankaControlNode, period: float) -> ControlBacke
     return FrankaRos2Backend(node.robot, period, node.reader, transport, settings)
 
 
+def _libfranka_backend(node: FrankaControlNode, period: float) -> ControlBackend:
+    p = node.params
+    if not p["robot_ip"]:
+        raise InputError("backend libfranka needs the robot's address", field="robot_ip")
+    settings = LibfrankaSettings(p["grasp_force"], p["gripper_speed"], p["dynamics_factor"],
+                                 p["state_rate"], p["comm_timeout"], p["recover"],
+                                 max_slowdown=p["max_slowdown"])
+    options = FrankyOptions(p["torque_threshold"], p["force_threshold"], p["realtime"], p["hand"])
+    pub = node.create_publisher(JointState, p["joint_states_topic"], 10)
+    clock = node.get_clock()
+
+    def publish(names: Sequence[str], positions: Sequence[float], velocities: Sequence[float],
+                stamp: float) -> None:
+        msg = JointState(name=list(names), position=list(positions), velocity=list(velocities))
+        msg.header.stamp.sec, msg.header.stamp.nanosec = stamp_from_seconds(stamp)
+        pub.publish(msg)
+
+    backend = libfranka_backend(node.robot, period, p["robot_ip"], settings, options,
+                                lambda: clock.now().nanoseconds * 1e-9, publish,
+                                node.get_logger().info)
+    node.stream = backend.stream
+    node.reader = backend.reader  # the controller reads the arm where the stream writes it
+    return backend
+
+
 BACKENDS: dict[str, Callable[[FrankaControlNode, float], ControlBackend]] = {
-    "sim": _sim_backend, "franka_ros2": _franka_ros2_backend}
+    "sim": _sim_backend, "franka_ros2": _franka_ros2_backend, "libfranka": _libfranka_backend}
+# the backends that read the arm from a joint_states topic (libfranka publishes it)
+READS_JOINT_STATES = ("sim", "franka_ros2")
 
 
 class FrankaControlNode(Node):
@@ -101,12 +138,18 @@ class FrankaControlNode(Node):
             "joint_states_topic": "joint_states", "joint_command_topic": "joint_command",
             "arm_action": "/fr3_arm_controller/follow_joint_trajectory",
             "gripper_namespace": "/franka_gripper", "grasp_force": positive(20.0, 140.0),
-            "gripper_speed": positive(0.1, 1.0), "server_timeout": positive(5.0)})
+            "gripper_speed": positive(0.1, 1.0), "server_timeout": positive(5.0),
+            "robot_ip": "", "realtime": True, "hand": True, "recover": False,
+            "dynamics_factor": Param(0.5, lambda v: 0 < v <= 1.0, "in (0, 1]"),
+            "torque_threshold": positive(20.0, 100.0), "force_threshold": positive(30.0, 150.0),
+            "state_rate": Param(200.0, lambda v: 100.0 <= v <= 1000.0, "100 to 1000 Hz"),
+            "comm_timeout": Param(0.2, lambda v: 0.01 <= v <= 5.0, "0.01 to 5 s")})
         backend = p["backend"]
         self.robot = load_robot(p["robot"])
         rate = p["control_rate"]
         max_start_delay = p["max_start_delay"]
         self.reader = JointStateReader(self.robot.joint_names)
+        self.stream: StateStream | None = None  # libfranka: the robot's own state stream
         self.controller = ArmController(
             self.robot, make_kinematics(self.robot), BACKENDS[backend](self, 1.0 / rate),
             1.0 / rate, p["check_workspace"], max_start_delay)
@@ -116,9 +159,10 @@ class FrankaControlNode(Node):
         # stream should be: a reliable reader holds every later state back until a lost one is
         # resent (a heartbeat, seconds), which on a loaded machine read as the simulation
         # stopping mid-trajectory.
-        self.create_subscription(JointState, p["joint_states_topic"],
-                                 self._on_joint_state, qos_profile_sensor_data,
-                                 callback_group=MutuallyExclusiveCallbackGroup())
+        if backend in READS_JOINT_STATES:
+            self.create_subscription(JointState, p["joint_states_topic"],
+                                     self._on_joint_state, qos_profile_sensor_data,
+                                     callback_group=MutuallyExclusiveCallbackGroup())
 
         group = ReentrantCallbackGroup()
         for kind, name, cb in ((ExecuteChunk, "execute_chunk", self._execute_chunk),
@@ -130,6 +174,11 @@ class FrankaControlNode(Node):
                             qos_profile=service_qos())
         self.get_logger().info(
             f"backend {backend}, robot {self.robot.name}, control rate {rate:g} Hz")
+
+    def destroy_node(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+        super().destroy_node()
 
     def _on_joint_state(self, msg: JointState) -> None:
         self.reader.update(msg.name, msg.position,

@@ -17,11 +17,12 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 
 from mango.control.goals import GoalRun, Outcome
+from mango.control.gripper import GripperCommand, GripperKind, gripper_failure, gripper_plan
 from mango.control.joint_state import JointStateReader, Measured
 from mango.control.robot import RobotConfig
 from mango.control.tracking import PointFeedback, PointTracker
@@ -29,13 +30,6 @@ from mango.control.trajectory import JointTrajectory
 from mango.control.validation import fit_limits
 
 T_co = TypeVar("T_co", covariant=True)
-GripperKind = Literal["move", "grasp"]
-GRIPPER_TOL = 0.005  # m: a width change smaller than this sends no gripper goal
-# franka_gripper config/franka_gripper_node.yaml default_grasp_epsilon (inner and outer)
-GRASP_EPSILON = 0.005  # m
-# Fingers closer than this after a grasp closed on nothing (the Franka Hand reads ~0 closed):
-# the grasp missed. Objects thinner than this cannot be told from nothing by the width.
-CLOSED_WIDTH = 0.003  # m
 FRESH_STATE_TIMEOUT = 0.5  # s to wait for a joint state newer than a gripper result
 GOAL_TIME_TOLERANCE = (0, 500_000_000)  # (sec, nanosec) the controller may end late
 FJT_CODES = {0: "SUCCESSFUL", -1: "INVALID_GOAL", -2: "INVALID_JOINTS",
@@ -69,25 +63,6 @@ class TrajectoryGoal:
             a = () if traj.accelerations is None else tuple(traj.accelerations[k].tolist())
             points.append(TrajectoryPoint(tuple(q.tolist()), sec, int((t - sec) * 1e9), v, a))
         return cls(tuple(traj.joint_names), tuple(points))
-
-
-@dataclass(frozen=True)
-class GripperCommand:
-    """A franka gripper goal: `move` to a width, or `grasp` whatever lies in
-    [width - epsilon_inner, width + epsilon_outer] with `force`."""
-
-    kind: GripperKind
-    width: float
-    speed: float
-    force: float = 0.0
-    epsilon_inner: float = 0.0
-    epsilon_outer: float = 0.0
-
-    @property
-    def window(self) -> tuple[float, float]:
-        """The finger distances libfranka's grasp counts as holding something
-        (include/franka/gripper.h: width - epsilon_inner < d < width + epsilon_outer)."""
-        return self.width - self.epsilon_inner, self.width + self.epsilon_outer
 
 
 @dataclass(frozen=True)
@@ -176,38 +151,10 @@ class FrankaRos2Backend:
                 return future.done()
         return True
 
-    def gripper_command(self, width: float, start: float | None) -> GripperCommand:
-        """Closing from `start` grasps, opening (or from an unknown width) moves.
-
-        A grasp holds whatever the fingers meet on their way from `start` to `width`: the
-        window runs from the commanded width (less the franka default epsilon) to where the
-        fingers started (plus it); a policy closing to 0 "on whatever is there" thus succeeds
-        on any object, and a miss shows in the measured width (`CLOSED_WIDTH`)."""
-        s = self.settings
-        if start is not None and width < start:
-            return GripperCommand("grasp", width, s.gripper_speed, s.grasp_force,
-                                  epsilon_inner=GRASP_EPSILON,
-                                  epsilon_outer=start - width + GRASP_EPSILON)
-        return GripperCommand("move", width, s.gripper_speed)
-
     def gripper_plan(self, widths: np.ndarray, start: float | None
                      ) -> list[tuple[int, GripperCommand]]:
-        """(point index to send at, command): one per run of widths moving the same way."""
-        plan: list[tuple[int, GripperCommand]] = []
-        w, k, n = start, 0, len(widths)
-        while k < n:
-            if w is not None and abs(widths[k] - w) <= GRIPPER_TOL:
-                k += 1
-                continue
-            closing = w is not None and widths[k] < w
-            end = k
-            while end + 1 < n and (widths[end + 1] <= widths[end] + GRIPPER_TOL if closing
-                                   else widths[end + 1] >= widths[end] - GRIPPER_TOL):
-                end += 1
-            target = float(widths[end])
-            plan.append((k, self.gripper_command(target, w)))
-            w, k = target, end + 1
-        return plan
+        """The hand commands a width ramp becomes (`mango.control.gripper`)."""
+        return gripper_plan(widths, start, self.settings.gripper_speed, self.settings.grasp_force)
 
     def execute(self, traj: JointTrajectory, run: GoalRun, on_point: PointFeedback) -> Outcome:
         s, arm = self.settings, self.settings.arm_action
@@ -278,7 +225,7 @@ class FrankaRos2Backend:
                          run: GoalRun) -> Outcome | None:
         """None when the gripper goal succeeded; otherwise the failure, named."""
         ns, timeout = self.settings.gripper_namespace, self.settings.server_timeout
-        what = f"gripper {cmd.kind} to {cmd.width:.3f} m"
+        what = cmd.describe()
         if not self._wait(sent, run, timeout):
             return Outcome(False, message=f"{what}: no answer from {ns}/{cmd.kind}")
         gh = sent.result()
@@ -288,19 +235,9 @@ class FrankaRos2Backend:
         if not self._wait(res, run, timeout + 5.0):
             return Outcome(False, message=f"{what}: no result")
         r = res.result()
-        if cmd.kind == "move":
-            return None if r.success else Outcome(
-                False, message=f"{what} failed: {r.error or 'no reason given'}")
-        d = self._width_after(time.monotonic())
-        if d is not None and d < CLOSED_WIDTH:
-            return Outcome(False, message=f"{what} missed: the fingers closed to {d:.3f} m with "
-                           "nothing between them")
-        if not r.success:
-            lo, hi = cmd.window
-            at = f"the fingers stopped at {d:.3f} m, " if d is not None else ""
-            why = r.error or f"{at}outside the grasp window ({lo:.3f}, {hi:.3f}) m"
-            return Outcome(False, message=f"{what} failed: {why}")
-        return None
+        d = self._width_after(time.monotonic()) if cmd.kind == "grasp" else None
+        why = gripper_failure(cmd, r.success, r.error, d)
+        return None if why is None else Outcome(False, message=why)
 
     def _width_after(self, since: float) -> float | None:
         """The measured gripper width from a joint state received after `since` (or the
