@@ -92,3 +92,40 @@ def test_record_views_refuses_what_the_layouts_could_not_show(tmp_path: Path, ex
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert match in proc.stderr and "views" in proc.stderr
     assert not (tmp_path / "b").exists()
+
+
+def test_a_recorded_run_exports_as_a_lerobot_dataset(views_bag: Path, tmp_path: Path) -> None:
+    """Issue #39 on a real stack's bag: the dataset lerobot loads has the run's two cameras at
+    the sim's size, and its subtask labels change at the oracle node's completion times."""
+    from mango.bags.run_streams import read_run
+    from mango.torch_support import declare_torchvision_ops
+
+    out = tmp_path / "dataset"
+    # --max-gap: the sim renders its cameras when it can, and a loaded 2-core machine leaves
+    # stretches of over half a second between images (the export refuses those by default)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mango.cli.main", "bag", "export", str(views_bag), "--format",
+         "lerobot", "--images", "--max-gap", "2", "-o", str(out)], capture_output=True,
+        text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    declare_torchvision_ops()
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    ds = LeRobotDataset("local/dataset", root=out)
+    rows = ds.hf_dataset.with_format(None)
+    assert ds.meta.total_episodes == 1 and len(ds) > 15
+    assert {k: tuple(ds.meta.features[f"observation.images.{k}"]["shape"])
+            for k in ("front", "wrist")} == {"front": (224, 224, 3), "wrist": (224, 224, 3)}
+    run = read_run(views_bag)
+    report = run.verdict
+    assert report is not None
+    assert set(rows["success"]) == {report.verdict == "pass"}
+    start = max(s.stamps[0] for s in [*run.cameras.values(), run.joint_states])
+    times = [start + t for t in rows["timestamp"]]
+    paths = rows["subtask.path"]
+    changes = [times[k] for k in range(1, len(paths)) if paths[k] != paths[k - 1]]
+    completions = sorted(s.completed_t for s in report.steps
+                         if s.completed_t is not None and s.completed_t > start)
+    assert len(changes) == len(completions)
+    for seen, done in zip(changes, completions, strict=True):
+        assert done - 1e-6 <= seen < done + 1 / ds.fps

@@ -6,6 +6,7 @@ import os
 from functools import cache
 from pathlib import Path
 
+from rosbags.serde import SerdeError
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
@@ -70,8 +71,18 @@ class BagTypes:
         return self.store.hash_rihs01(msgtype)
 
     def deserialize(self, data: bytes | memoryview, msgtype: str) -> object:
-        """Decode CDR without rclpy (field names match the generated Python classes)."""
-        return self.store.deserialize_cdr(data, msgtype)
+        """Decode CDR without rclpy (field names match the generated Python classes).
+
+        Bytes after the message's end are ignored: rmw's serializer may pad a message
+        (a `JointState` with empty sequences carries 8), which `rosbags` alone refuses."""
+        try:
+            return self.store.deserialize_cdr(data, msgtype)
+        except SerdeError as exc:
+            if "size mismatch" not in str(exc):
+                raise
+        msgdef = self.store.get_msgdef(msgtype)
+        decode = msgdef.deserialize_cdr_le if data[1] else msgdef.deserialize_cdr_be
+        return decode(data[4:], 0, msgdef.cls, self.store)[0]
 
 
 @cache

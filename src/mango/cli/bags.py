@@ -168,16 +168,59 @@ def info(bag: Annotated[Path, typer.Argument(help="Bag directory or .mcap file."
 
 @bag_app.command("export")
 def export(
-    bag: Annotated[Path, typer.Argument(help="Bag directory or .mcap file.")],
+    bags: Annotated[list[Path], typer.Argument(
+        metavar="BAG...",
+        help="Bag directories or .mcap files (with --format lerobot, one episode each).")],
     output: Annotated[str | None, typer.Option(
         "-o", "--output", metavar="PATH",
-        help="Trace file (JSON Lines), or a folder (ends in / or exists) to write BAG.jsonl in. "
-             "Default: BAG.jsonl next to the bag (BAG.episodeN.jsonl with --episode).")] = None,
+        help="trace: a trace file (JSON Lines), or a folder (ends in / or exists) to write "
+             "BAG.jsonl in; default BAG.jsonl next to the bag (BAG.episodeN.jsonl with "
+             "--episode). lerobot: the new dataset folder (required).")] = None,
     topic: TopicOpt = None,
     episode: EpisodeOpt = None,
+    fmt: Annotated[str, typer.Option(
+        "--format", help="trace (spec §3 world states) | lerobot (a LeRobot dataset).")
+                   ] = "trace",
+    fps: Annotated[int, typer.Option(min=1, max=1000, help="lerobot: frames per second.")
+                   ] = 15,
+    cameras: Annotated[list[str] | None, typer.Option(
+        help="lerobot: cameras to export, by name (repeat, or comma-separated; default "
+             "every …/<camera>/image_raw topic of the first bag).")] = None,
+    oracle: Annotated[Path | None, typer.Option(
+        help="lerobot: judge the world states with this oracle (default: the task verdict "
+             "recorded in the bag).")] = None,
+    functions: Annotated[Path | None, typer.Option(help="lerobot: the oracle's functions.")
+                         ] = None,
+    max_gap: Annotated[float | None, typer.Option(
+        "--max-gap", min=0.0, help="lerobot: seconds a stream may be silent before the export "
+        "refuses the bag (default: 5 of its median intervals or 2 frames).")] = None,
+    images: Annotated[bool, typer.Option(
+        "--images", help="lerobot: store frames as images in the parquet files, not MP4 "
+        "videos (readable by lerobot without a video decoder).")] = False,
+    vcodec: Annotated[str, typer.Option(help="lerobot: h264 | hevc | libsvtav1.")] = "h264",
 ) -> None:
-    """Write the recorded world states of one episode (default: the last) as a spec §3
-    trace, for `mango oracle check`."""
+    """Write recorded world states as a spec §3 trace (`--format trace`, one bag, one episode:
+    default the last), or recorded runs as a LeRobot dataset with the oracle's subtask labels
+    (`--format lerobot`, one episode per bag)."""
+    if fmt not in ("trace", "lerobot"):
+        _fail(InputError(f"unknown format {fmt!r} (trace | lerobot)", field="--format"))
+    # an option of the other format is a mistake to say, not to ignore
+    other = (("--topic", topic), ("--episode", episode)) if fmt == "lerobot" else (
+        ("--cameras", cameras), ("--oracle", oracle), ("--functions", functions),
+        ("--max-gap", max_gap), ("--images", images or None))
+    for name, value in other:
+        if value is not None:
+            _fail(InputError(f"{name} does not apply to --format {fmt}", field=name))
+    if fmt == "lerobot":
+        _export_lerobot(bags, output, fps, cameras, oracle, functions, max_gap, images, vcodec)
+        return
+    if len(bags) != 1:
+        _fail(InputError(f"--format trace exports one bag ({len(bags)} given)", field="BAG"))
+    _export_trace(bags[0], output, topic, episode)
+
+
+def _export_trace(bag: Path, output: str | None, topic: str | None,
+                  episode: int | None) -> None:
     import itertools
 
     from mango.bags import BagReader
@@ -207,6 +250,40 @@ def export(
     skipped = problems.summary("exported")
     if skipped:
         sys.stderr.write(f"{skipped}\n")
+
+
+def _export_lerobot(bags: list[Path], output: str | None, fps: int, cameras: list[str] | None,
+                    oracle: Path | None, functions: Path | None, max_gap: float | None,
+                    images: bool, vcodec: str) -> None:
+    from rich.console import Console
+
+    from mango.bags.lerobot_export import ExportOptions, export_lerobot
+    from mango.cli.bag_progress import ExportBar, quiet_lerobot
+    from mango.cli.outputs import output_dir
+    from mango.oracle.predicates import EvaluationError
+
+    err = Console(stderr=True)
+    quiet_lerobot()
+    names = [c.strip() for given in cameras or [] for c in given.split(",") if c.strip()]
+    try:
+        if output is None:
+            raise InputError("--format lerobot needs -o DIR (the new dataset folder)",
+                             field="--output")
+        for bag in bags:
+            _exists(bag)
+        out = Path(output)
+        output_dir(out, "dataset", new=True)
+        options = ExportOptions(fps=fps, cameras=names or None, oracle=oracle,
+                                functions=functions, max_gap=max_gap, videos=not images,
+                                vcodec=vcodec)
+        with ExportBar(err) as bar:
+            episodes = export_lerobot(bags, out, options, bar)
+    except (InputError, EvaluationError) as exc:
+        _fail(exc if isinstance(exc, InputError) else InputError(str(exc)))
+    frames = sum(e.frames for e in episodes)
+    failed = sum(not e.success for e in episodes)
+    err.print(f"wrote {len(episodes)} episodes ({frames} frames, {failed} failed) to {out}",
+              highlight=False, soft_wrap=True)
 
 
 @bag_app.command("repair")

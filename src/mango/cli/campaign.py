@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from mango.cli.bounds import MAX_PROCESSES
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 app = typer.Typer(help="Evaluation campaigns: run episodes, report statistics.",
                   no_args_is_help=True)
@@ -37,6 +40,9 @@ def run(
     ros_domain_base: Annotated[int | None, typer.Option(
         "--ros-domain-base", min=0, max=232, help="runner: ros — worker k's stack runs on "
         "ROS domain BASE+k (default: the domains after ROS_DOMAIN_ID).")] = None,
+    dataset: Annotated[Path | None, typer.Option(
+        "--dataset", help="runner: ros — also record the cameras and write the episodes "
+        "(failed ones included, `success` false) as a new LeRobot dataset here.")] = None,
 ) -> None:
     """Run every episode of the campaign not yet stored in OUT."""
     from rich.console import Console
@@ -49,6 +55,12 @@ def run(
     try:
         campaign = load_campaign(campaign_file)
         output_dir(out, "campaign output folder")
+        if dataset is not None:
+            if campaign.spec.runner != "ros":
+                raise InputError("a dataset is made of the episodes' recorded bags: set "
+                                 "`runner: ros` (in_process episodes record no cameras)",
+                                 file=str(campaign_file), field="--dataset")
+            output_dir(dataset, "dataset", new=True)
         done_before = _stored(out)  # opens (or makes) the store: a bad one fails here
     except InputError as exc:
         _fail(str(exc))
@@ -70,7 +82,7 @@ def run(
         progress.update(bar, completed=done_before)
         try:
             summary = run_campaign(campaign, out, workers, on_result, ray_address,
-                                   ros_domain_base)
+                                   ros_domain_base, record_views=dataset is not None)
         except InputError as exc:
             _fail(str(exc))
     console.print(f"{summary.ran} episodes run, {summary.skipped} already stored, "
@@ -85,6 +97,27 @@ def run(
         console.print(f"stopped early ({summary.interrupted}): run the same command again "
                       "to resume")
         raise typer.Exit(130 if summary.interrupted == "interrupted" else 1)
+    if dataset is not None:
+        _write_dataset(out, dataset, console)
+
+
+def _write_dataset(out: Path, dataset: Path, console: Console) -> None:
+    """The campaign's stored episodes as a LeRobot dataset (`evaluation.dataset`)."""
+    from mango.cli.bag_progress import ExportBar, quiet_lerobot
+    from mango.errors import InputError
+    from mango.evaluation.dataset import export_campaign
+
+    quiet_lerobot()
+    try:
+        with ExportBar(console) as bar:
+            made = export_campaign(out, dataset, progress=bar)
+    except InputError as exc:
+        _fail(str(exc))
+    failed = sum(not e.success for e in made.episodes)
+    console.print(f"dataset: {len(made.episodes)} episodes ({failed} failed) in {dataset}",
+                  highlight=False, soft_wrap=True)
+    for episode, why in made.left_out.items():
+        console.print(f"[yellow]dataset: episode {episode} left out: {why}[/]", highlight=False)
 
 
 def _stored(out: Path) -> int:

@@ -39,9 +39,10 @@ def default_domain_base() -> int:
 
 
 def execute_ros_episode(spec: EpisodeSpec, system: dict[str, Any], out: Path, domain: int,
-                        procs: set[subprocess.Popen[str]] | None = None
+                        procs: set[subprocess.Popen[str]] | None = None, views: bool = False
                         ) -> tuple[dict[str, Any], dict[str, str]]:
-    """One episode through the sim stack on `domain`; its bag lies in the episode's folder.
+    """One episode through the sim stack on `domain`; its bag lies in the episode's folder
+    (with `views`, the cameras too: what a dataset is made of, `evaluation.dataset`).
 
     As in-process, the episode's own failure (the stack not coming up, the policy refused)
     is a result with `error` set, never an exception."""
@@ -67,6 +68,8 @@ def execute_ros_episode(spec: EpisodeSpec, system: dict[str, Any], out: Path, do
                "--bag", str(bag), "--json"]
         if spec.fault:
             cmd += ["--fault", spec.fault]
+        if views:  # in the root namespace, alone on its domain
+            cmd.append("--record-views")
         env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=env, start_new_session=True)
@@ -121,9 +124,11 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 class RosEpisodes:
     """`workers` stacks at a time, worker k on domain `domain_base + k`."""
 
-    def __init__(self, workers: int, out: Path, domain_base: int | None = None) -> None:
+    def __init__(self, workers: int, out: Path, domain_base: int | None = None,
+                 views: bool = False) -> None:
         self.slots = max(1, workers)
         self.out = out
+        self.views = views
         base = default_domain_base() if domain_base is None else domain_base
         self._domains: queue.Queue[int] = queue.Queue()
         for k in range(self.slots):
@@ -135,7 +140,7 @@ class RosEpisodes:
              ) -> tuple[dict[str, Any], dict[str, str]]:
         domain = self._domains.get()
         try:
-            return execute_ros_episode(spec, system, self.out, domain, self._procs)
+            return execute_ros_episode(spec, system, self.out, domain, self._procs, self.views)
         finally:
             self._domains.put(domain)
 

@@ -50,7 +50,8 @@ class _Executor:
     (with their files) come back as they end, in whatever order they end."""
 
     def __init__(self, workers: int, ray_address: str | None = None,
-                 ros_out: Path | None = None, ros_domain_base: int | None = None) -> None:
+                 ros_out: Path | None = None, ros_domain_base: int | None = None,
+                 ros_views: bool = False) -> None:
         self.workers = workers
         self.ray_address = ray_address
         self.pool: ProcessPoolExecutor | None = None
@@ -59,7 +60,7 @@ class _Executor:
         if ros_out is not None:  # each episode a stack on its worker's ROS domain
             from mango.evaluation.ros_runner import RosEpisodes
 
-            self._ros = RosEpisodes(workers, ros_out, ros_domain_base)
+            self._ros = RosEpisodes(workers, ros_out, ros_domain_base, ros_views)
         elif ray_address is not None:  # joined at once: its CPUs size the sampling batches too
             from mango.evaluation.ray_runner import RayEpisodes
 
@@ -97,14 +98,19 @@ class _Executor:
 def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
                  on_result: Callable[[dict[str, Any], int, int], None] | None = None,
                  ray_address: str | None = None,
-                 ros_domain_base: int | None = None) -> RunSummary:
+                 ros_domain_base: int | None = None, record_views: bool = False) -> RunSummary:
     """Run what is left of `campaign` into `out`; `on_result(result, done, total)` per episode.
 
     `ray_address` ("auto", "HOST:PORT") runs each episode as a Ray task instead of on local
     workers; the results stream back into the same store. A `runner: ros` campaign runs each
     episode as a sim stack, worker k on ROS domain `ros_domain_base + k` (default: the domains
-    after this process's); its MANGO sampling pool still runs in-process (it only chooses)."""
+    after this process's); its MANGO sampling pool still runs in-process (it only chooses).
+    `record_views` records the cameras in each stack episode's bag (`evaluation.dataset`)."""
     ros = campaign.spec.runner == "ros"
+    if record_views and not ros:
+        raise InputError("recording the cameras needs stack episodes: set `runner: ros` (an "
+                         "in_process episode records no bag)", file=campaign.file,
+                         field="runner")
     if ros and ray_address is not None:
         raise InputError("runner: ros brings stacks up on this machine; --ray-address runs "
                          "in_process episodes", file=campaign.file, field="runner")
@@ -120,7 +126,8 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
         oracles = _oracle_files(campaign, store, out)
         systems = {n: {**s.model_dump(mode="json"), "oracles": oracles}
                    for n, s in campaign.systems.items()}
-        executor = _Executor(workers, ray_address, out if ros else None, ros_domain_base)
+        executor = _Executor(workers, ray_address, out if ros else None, ros_domain_base,
+                             record_views)
         sampler = _Executor(workers) if ros else executor
 
         def record(result: dict[str, Any], files: dict[str, str] | None = None) -> None:
