@@ -16,13 +16,14 @@ REQS       := requirements/ros-runtime.txt requirements/ros-build.txt requiremen
 NODEPS     := requirements/no-deps.txt
 INTERFACES := $(wildcard msg/*.msg srv/*.srv action/*.action) CMakeLists.txt package.xml
 
-.PHONY: setup test lint demo bench clean doctor openpi-venv perception-deps browser
+.PHONY: setup test lint demo bench docs clean doctor openpi-venv perception-deps browser
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make demo   run the main job (sim + offline backend)"
 	@echo "make test   run the whole test suite (sets itself up)"
 	@echo "make bench  print the benchmark figures"
+	@echo "make docs   build the documentation site into site/ (strict)"
 	@echo "make setup  create .venv with ROS 2 wheels, interfaces and the library"
 
 setup: $(STAMPS)/env
@@ -114,8 +115,18 @@ test: setup openpi-venv perception-deps browser
 demo: setup  ## SCENE=, SEED=, FAULT=KIND@WHEN, VIEWS=1
 	$(ENV) bash scripts/demo.sh
 
+# every bench's tables also go to out/bench/tables.jsonl, collected into bench/results.json
+# (the Benchmarks page: `make docs`)
 bench: setup
-	$(ENV) for b in bench/bench_*.py; do echo "== $$b"; python "$$b" || exit 1; done
+	@mkdir -p out/bench && rm -f out/bench/tables.jsonl
+	$(ENV) export MANGO_BENCH_JSON=$(CURDIR)/out/bench/tables.jsonl && \
+	  for b in bench/bench_*.py; do echo "== $$b"; python "$$b" || exit 1; done
+	$(ENV) python scripts/bench_results.py out/bench/tables.jsonl
+
+# the documentation site (mkdocs.yml): strict, so a warning or a broken link fails the build;
+# the reference pages are generated from the code by docs/hooks.py
+docs: setup
+	$(ENV) NO_MKDOCS_2_WARNING=1 mkdocs build --strict
 
 clean:
-	rm -rf build $(VENV) $(OPENPI_VENV) .pytest_cache .ruff_cache .hypothesis .deps
+	rm -rf site build $(VENV) $(OPENPI_VENV) .pytest_cache .ruff_cache .hypothesis .deps

@@ -3,8 +3,11 @@ this folder on sys.path, so the benches import it as `report`)."""
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -13,12 +16,24 @@ from rich.table import Table
 
 
 def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+    """Print the table; with MANGO_BENCH_JSON set (`make bench` sets it), also append it to
+    that JSON Lines file with the command that made it (scripts/bench_results.py turns the
+    file into bench/results.json, which the Benchmarks page shows)."""
+    rows = [[str(c) for c in r] for r in rows]
     table = Table(title=title)
     for col in columns:
         table.add_column(col)
     for r in rows:
         table.add_row(*r)
     Console().print(table)
+    out = os.environ.get("MANGO_BENCH_JSON")
+    if out:
+        record = {"bench": Path(sys.argv[0]).stem, "command": shlex.join(
+            ["python", f"bench/{Path(sys.argv[0]).name}", *sys.argv[1:]]), "title": title,
+            "columns": list(columns), "rows": rows}
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "a") as f:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def stop_processes(procs: list[subprocess.Popen[bytes]]) -> None:

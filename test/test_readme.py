@@ -1,12 +1,14 @@
-"""Walk the README: every line of its ```bash / ```sh / ```console blocks is run here, in README
-order, in a fresh folder (as a newcomer would, one command after another), and fails on an
-exit status the README does not promise or a traceback in the output.
+"""Walk the README and the documentation pages: every line of their ```bash / ```sh /
+```console blocks is run here, page after page in `WALKED_PAGES` order, in a fresh folder (as
+a newcomer would, one command after another), and fails on an exit status the page does not
+promise or a traceback in the output. A command that several pages show (the README's tour
+repeats the pages' commands) is walked once, where it first appears.
 
 `WALK` says how each line is walked: as written, with small concrete arguments in place of the
-README's placeholders (`BAG`, `[--json]`, fewer seeds), in the background while later lines
+pages' placeholders (`BAG`, `[--json]`, fewer seeds), in the background while later lines
 use it (`mango bringup`, which stays running), or not at all where it cannot run here (a
-system ROS 2, colcon), with the reason and a weaker check that can fail. A README command
-missing from `WALK` fails `test_every_readme_command_is_walked`: add it there.
+system ROS 2, colcon), with the reason and a weaker check that can fail. A command missing
+from `WALK` fails `test_every_readme_command_is_walked`: add it there.
 """
 
 from __future__ import annotations
@@ -30,13 +32,20 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+# The pages whose commands are walked, in walking order: a page may use what an earlier one
+# made (docs/libero.md generates with the libraries docs/oracles.md wrote). The README comes
+# last: its tour shows commands the pages walk already.
+WALKED_PAGES: tuple[str, ...] = (
+    "docs/getting-started.md", "docs/oracles.md", "docs/libero.md", "docs/orchestration.md",
+    "docs/primitives.md", "docs/perception.md", "docs/robot-io.md", "docs/fr3.md", "README.md")
+README_MAX_LINES = 200
 FENCE = re.compile(r"^```(bash|sh|console)\s*$")
 COMMENT = re.compile(r"\s+#\s.*$")
 
 
 def readme_commands(text: str | None = None) -> list[str]:
-    """The command lines of the README's shell blocks: continuation lines joined, trailing
-    comments and a console prompt (`$ `) dropped."""
+    """The command lines of a page's shell blocks (the README's by default): continuation
+    lines joined, trailing comments and a console prompt (`$ `) dropped."""
     out: list[str] = []
     inside, pending = False, ""
     for line in (README.read_text() if text is None else text).splitlines():
@@ -55,6 +64,16 @@ def readme_commands(text: str | None = None) -> list[str]:
         if command:
             out.append(command)
     return out
+
+
+def page_commands(page: str | Path) -> list[str]:
+    """The command lines of one markdown page (a path relative to the repository)."""
+    return readme_commands((ROOT / page).read_text())
+
+
+def walked_commands() -> list[str]:
+    """Every command of the walked pages, in walking order, each once."""
+    return list(dict.fromkeys(c for page in WALKED_PAGES for c in page_commands(page)))
 
 
 # ----------------------------------------------------------------------------- how to walk
@@ -220,6 +239,15 @@ def _check_fr3_launch() -> None:
         assert path.is_file(), path
 
 
+def _check_fr3_libfranka_launch() -> None:
+    # the launch file starts config/stacks/fr3_libfranka.yaml with robot_ip as its argument
+    text = (ROOT / "launch" / "fr3_libfranka.launch.py").read_text()
+    assert 'stack_launch_description("fr3_libfranka"' in text and '"robot_ip"' in text
+    stack = yaml.safe_load((ROOT / "config" / "stacks" / "fr3_libfranka.yaml").read_text())
+    control = next(n for n in stack["nodes"] if n["name"] == "franka_control_node")
+    assert stack["extends"] == "fr3" and control["parameters"]["backend"] == "libfranka"
+
+
 SOUP = "config/oracles/libero10_soup_sauce_basket.json"
 SOUP_TRACE = "config/traces/soup_sauce_basket_pass.jsonl"
 STOVE = "config/oracles/libero10_stove_moka.json"
@@ -228,7 +256,7 @@ GEN_ORACLE = (
     'cabinet and close it" --scene config/scenes/libero10_bowl_drawer.yaml --libraries libs/ '
     "-o bowl.json")
 
-# README line -> how it is walked (reviewed by hand: every override keeps the command and its
+# page line -> how it is walked (reviewed by hand: every override keeps the command and its
 # meaning, with small arguments; `{work}` is the walk's folder).
 WALK: dict[str, tuple[Step, ...]] = {
     "make demo": (NotHere("not run from inside the suite; it runs `mango demo`, walked below",
@@ -244,9 +272,12 @@ WALK: dict[str, tuple[Step, ...]] = {
             "apriltag_36h11 --dpi 150 --page letter", expect=("150 DPI on letter",)),
     ),
     "mango oracle check ORACLE.json TRACE.jsonl [--json] [--exit-code]": (
-        Run(f"mango oracle check {SOUP} {SOUP_TRACE}", expect=("verdict: PASS",)),
+        # the plain check is the tour's line below, as written
         Run(f"mango oracle check {SOUP} {SOUP_TRACE} --json --exit-code",
             expect=('"verdict": "pass"',)),
+    ),
+    f"mango oracle check {SOUP} {SOUP_TRACE}": (
+        Run(f"mango oracle check {SOUP} {SOUP_TRACE}", expect=("verdict: PASS",)),
     ),
     "mango oracle lint ORACLE.json --scene SCENE.yaml": (
         Run(f"mango oracle lint {STOVE} --scene config/scenes/libero10_stove_moka.yaml",
@@ -265,8 +296,11 @@ WALK: dict[str, tuple[Step, ...]] = {
         Stop("oracle", done=("task verdict: pass", "played 46 states")),
     ),
     "mango replay BAG --oracle ORACLE.json [--json]": (
-        Run(f"mango replay out/oracle_bag --oracle {SOUP}", expect=("verdict: PASS",)),
+        # the plain replay is the tour's line below, as written (after the bag commands)
         Run(f"mango replay out/oracle_bag --oracle {SOUP} --json", expect=('"pass"',)),
+    ),
+    f"mango replay out/oracle_bag --oracle {SOUP}": (
+        Run(f"mango replay out/oracle_bag --oracle {SOUP}", expect=("verdict: PASS",)),
     ),
     "mango bag info BAG | bag export BAG [-o T.jsonl] | bag repair BAG [-o NEW]": (
         Run("mango bag info out/oracle_bag", expect=("/world_state",)),
@@ -425,6 +459,22 @@ WALK: dict[str, tuple[Step, ...]] = {
     "ros2 launch mango_ros fr3.launch.py robot_ip:=172.16.0.2": (
         NotHere("needs a system ROS 2 with franka_ros2 and an FR3; the launch file is run with "
                 "stand-ins in test/bringup/test_stacks.py", _check_fr3_launch),),
+    "mango doctor --robot 172.16.0.2": (
+        # the same check on another address where nothing answers: exit 1, said so
+        Run("mango doctor --robot 127.0.0.1", expect=("nothing answers at 127.0.0.1:1337",),
+            rc=1),
+        proved_by("test/control/test_libfranka.py::test_the_doctor_reads_the_robot_through_"
+                  "libfranka", '"doctor", "--robot"'),
+    ),
+    "ros2 launch mango_ros fr3_libfranka.launch.py robot_ip:=172.16.0.2": (
+        NotHere("needs a system ROS 2 and an FR3; the launch file is run with stand-ins in "
+                "test/bringup/test_stacks.py", _check_fr3_libfranka_launch),),
+    "mango bringup libfranka_sim": (
+        Start("libfranka_sim", "mango bringup libfranka_sim",
+              ready=("simulated FR3 (franky-sim, libfranka protocol) at 127.0.0.2",
+                     "backend libfranka, robot fr3", "reading the robot at 127.0.0.2")),
+        Stop("libfranka_sim"),
+    ),
     "mango bringup sim_estimated": (
         Start("sim_estimated", "mango bringup sim_estimated",
               ready=("estimating scene libero10_mugs_plates", "[oracle_node]",
@@ -490,7 +540,7 @@ class Walker:
     def judge(self, cmd: str, rc: int | None, want_rc: int, output: str,
               expect: tuple[str, ...] = (), forbid: tuple[str, ...] = ()) -> None:
         if rc != want_rc:
-            self.fail(cmd, f"exit {rc}, the README promises {want_rc}", output)
+            self.fail(cmd, f"exit {rc}, the page promises {want_rc}", output)
         elif "Traceback (most recent call last)" in output:
             self.fail(cmd, "a traceback in the output", output)
         for text in expect:
@@ -573,16 +623,35 @@ def test_readme_commands_are_parsed_from_shell_blocks_only() -> None:
 
 @pytest.mark.parallel
 def test_every_readme_command_is_walked() -> None:
-    commands = readme_commands()
+    commands = walked_commands()
     missing = [c for c in commands if c not in WALK]
     stale = [c for c in WALK if c not in commands]
-    assert not missing, ("README commands missing from WALK in test/test_readme.py (add each: "
-                         f"as written, with small arguments, or why not here): {missing}")
-    assert not stale, f"WALK lines no longer in the README: {stale}"
+    assert not missing, ("commands of the README or the walked pages missing from WALK in "
+                         "test/test_readme.py (add each: as written, with small arguments, or "
+                         f"why not here): {missing}")
+    assert not stale, f"WALK lines no longer in the README or a walked page: {stale}"
+
+
+@pytest.mark.parallel
+def test_every_page_with_commands_is_walked() -> None:
+    """A page of docs/ that shows shell commands is in WALKED_PAGES: none escapes the walk."""
+    pages = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "docs").rglob("*.md"))
+             if page_commands(p)]
+    assert not set(pages) - set(WALKED_PAGES), (
+        f"pages with commands not in WALKED_PAGES: {sorted(set(pages) - set(WALKED_PAGES))}")
+    assert all((ROOT / p).is_file() for p in WALKED_PAGES)
+
+
+@pytest.mark.parallel
+def test_the_readme_is_short() -> None:
+    lines = README.read_text().splitlines()
+    assert len(lines) <= README_MAX_LINES, (
+        f"README.md has {len(lines)} lines, at most {README_MAX_LINES}: move the detail to a "
+        "page of docs/ and link it")
 
 
 # what brings up ROS nodes (a stack, a node, a DDS round trip) or reads what they made: walked
-# on a quiet machine, the rest on every core (two walks, each in README order in a folder of
+# on a quiet machine, the rest on every core (two walks, each in walking order in a folder of
 # its own; no command of one reads what the other made)
 ROS_COMMANDS = ("mango doctor", "mango bringup", "mango record", "mango replay", "mango bag",
                 "mango demo", "mango policy run", "python -m mango.nodes")
@@ -597,7 +666,7 @@ def needs_ros(command: str, steps: tuple[Step, ...]) -> bool:
 @pytest.mark.parallel
 def test_the_two_walks_split_the_readme() -> None:
     """Every walked command is in exactly one walk, and the ROS one has the stacks."""
-    walked = {c: WALK[c] for c in readme_commands() if c in WALK}
+    walked = {c: WALK[c] for c in walked_commands() if c in WALK}
     ros = [c for c, steps in walked.items() if needs_ros(c, steps)]
     assert any(c.startswith("mango bringup") for c in ros) and "mango doctor" in ros
     assert any(c.startswith("mango oracle check") for c in walked if c not in ros)
@@ -612,7 +681,7 @@ def test_walk_the_readme(tmp_path: Path, ros: bool) -> None:
     walker = Walker(tmp_path)
     timings: list[tuple[float, str]] = []
     try:
-        for command in readme_commands():
+        for command in walked_commands():
             steps = WALK.get(command)
             if steps is None:
                 continue  # test_every_readme_command_is_walked says so
@@ -642,5 +711,5 @@ def test_the_walker_catches_a_bad_exit_a_traceback_and_a_missing_text(tmp_path: 
                       ready=("up",)))
     walker.step(Stop("s"))  # Ctrl-C unhandled: killed by SIGINT
     assert [f.splitlines()[1].strip() for f in walker.failures] == [
-        "exit 3, the README promises 0", "a traceback in the output", "output lacks '2'",
-        "exit -2, the README promises 0"]
+        "exit 3, the page promises 0", "a traceback in the output", "output lacks '2'",
+        "exit -2, the page promises 0"]
