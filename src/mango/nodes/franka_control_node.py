@@ -27,9 +27,10 @@ goal may be slowed down by to keep the motion the joint trajectory controller pl
 the FR3's acceleration and jerk limits; beyond that it is refused), `joint_states_topic`,
 `joint_command_topic`, `arm_action`, `gripper_namespace`, `grasp_force`, `gripper_speed`,
 `server_timeout`; libfranka: `robot_ip`, `realtime` (libfranka's real-time kernel check),
-`hand`, `recover` (clear robot errors before a goal), `dynamics_factor` (of the FR3's
-velocity, acceleration and jerk limits), `torque_threshold`, `force_threshold` (collision
-reflexes, franky's defaults), `state_rate`, `comm_timeout`.
+`hand`, `home_hand` (home the hand on connecting), `recover` (clear robot errors before a
+goal), `dynamics_factor` (of the FR3's velocity, acceleration and jerk limits),
+`torque_threshold`, `force_threshold` (collision reflexes, franky's defaults), `state_rate`,
+`comm_timeout`.
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ def _libfranka_backend(node: FrankaControlNode, period: float) -> ControlBackend
     settings = LibfrankaSettings(p["grasp_force"], p["gripper_speed"], p["dynamics_factor"],
                                  p["state_rate"], p["comm_timeout"], p["recover"],
                                  max_slowdown=p["max_slowdown"])
-    options = FrankyOptions(p["torque_threshold"], p["force_threshold"], p["realtime"], p["hand"])
+    options = FrankyOptions(p["torque_threshold"], p["force_threshold"], p["realtime"], p["hand"],
+                            p["home_hand"])
     pub = node.create_publisher(JointState, p["joint_states_topic"], 10)
     clock = node.get_clock()
 
@@ -139,7 +141,8 @@ class FrankaControlNode(Node):
             "arm_action": "/fr3_arm_controller/follow_joint_trajectory",
             "gripper_namespace": "/franka_gripper", "grasp_force": positive(20.0, 140.0),
             "gripper_speed": positive(0.1, 1.0), "server_timeout": positive(5.0),
-            "robot_ip": "", "realtime": True, "hand": True, "recover": False,
+            "robot_ip": "", "realtime": True, "hand": True, "home_hand": False,
+            "recover": False,
             "dynamics_factor": Param(0.5, lambda v: 0 < v <= 1.0, "in (0, 1]"),
             "torque_threshold": positive(20.0, 100.0), "force_threshold": positive(30.0, 150.0),
             "state_rate": Param(200.0, lambda v: 100.0 <= v <= 1000.0, "100 to 1000 Hz"),

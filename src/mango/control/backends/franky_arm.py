@@ -36,6 +36,7 @@ class FrankyOptions:
     force_threshold: float = 30.0  # N, every Cartesian direction (franky's Robot default)
     realtime: bool = True  # libfranka refuses to run without a real-time kernel
     hand: bool = True  # a Franka Hand is mounted
+    home_hand: bool = False  # home the hand on connecting (it opens fully and comes back)
 
 
 class _Answer:
@@ -87,6 +88,13 @@ class FrankyArm:
             gripper = franky.Gripper(self.address) if o.hand else None
         except (franky.Exception, RuntimeError) as exc:
             raise ArmError(f"cannot connect to {self.address}: {exc}") from None
+        if gripper is not None and o.home_hand:  # measures its stroke, as Desk's homing does
+            try:
+                homed = gripper.homing()
+            except (franky.Exception, RuntimeError) as exc:
+                raise ArmError(f"homing the hand at {self.address}: {exc}") from None
+            if not homed:
+                raise ArmError(f"homing the hand at {self.address} failed")
         with self._lock:
             self._robot, self._gripper = robot, gripper
 
@@ -127,6 +135,11 @@ class FrankyArm:
 
     def hand_width(self) -> float | None:
         return None if self._gripper is None else float(self._call(lambda: self._gripper.width))
+
+    def hand_stroke(self) -> float | None:
+        """The widest the hand opens, as its last homing measured it."""
+        return None if self._gripper is None else float(
+            self._call(lambda: self._gripper.max_width))
 
     def has_errors(self) -> bool:
         return bool(self._call(lambda: self._robot.has_errors))

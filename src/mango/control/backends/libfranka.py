@@ -7,7 +7,7 @@ point's velocity and its segment's duration as the least time (Ruckig in franky)
 passes through the points at their times without stopping at each. A goal that preempts a
 running one takes the motion over where it is (libfranka's motion is replaced, not stopped):
 two chunks back to back do not stop the arm; a preempted motion with no successor within
-`preempt_grace` s is stopped. Cancel and halt decelerate to rest at the robot's limits.
+`preempt_grace` (0.25 s) is stopped. Cancel and halt decelerate to rest at the robot's limits.
 
 Joint states come from the robot's state stream (`StateStream`) with the robot's own clock,
 at `state_rate`. A robot error (a reflex, a limit) ends the goal FAILED with libfranka's text;
@@ -102,7 +102,9 @@ class LibfrankaSettings:
     state_rate: float = 200.0  # Hz joint states are read and published at
     comm_timeout: float = 0.2  # s without a new robot state: the connection is lost
     recover: bool = False  # clear robot errors before the next goal
-    preempt_grace: float = 0.05  # s a preempted motion runs on, waiting for its successor
+    # s a preempted motion runs on, waiting for its successor (which is validated first: a
+    # refused one leaves the arm on the old, validated path this long)
+    preempt_grace: float = 0.25
     max_slowdown: float = 1.0  # s a goal may be slowed down by to fit the limits
     gripper_timeout: float = 10.0  # s a hand command may take
     arrive_tol: float = 0.0005  # rad: a finished motion's arm is this close to its end...
@@ -197,12 +199,21 @@ class LibfrankaBackend:
                  settings: LibfrankaSettings) -> None:
         self.robot, self.period, self.stream = robot, period, stream
         self.reader, self.arm, self.settings = stream.reader, stream.arm, settings
+        # one motion command at a time (a motion sent, a stop): a preempted motion's grace
+        # stop must never land after its successor's motion
         self._lock = threading.Lock()
-        self._grace: threading.Timer | None = None  # stops a preempted motion left alone
+        self._motion = 0  # motion commands sent; a grace stop is for one of them
         self._last_width: float | None = None
 
     def measured(self) -> Measured | None:
         return self.reader.measured()
+
+    def _commanded(self) -> np.ndarray | None:
+        """Where the robot is commanded now (libfranka's q_d), else where it is."""
+        s = self.stream.latest
+        if s is None:
+            return None
+        return s.q_d if s.q_d is not None else s.q
 
     def prepare(self, traj: JointTrajectory, start: Measured) -> JointTrajectory:
         # libfranka's motion starts from what the robot is commanded, which the measured arm
@@ -214,34 +225,36 @@ class LibfrankaBackend:
         return fit_limits(traj, self.robot, start.q, start.velocity, self.settings.max_slowdown)
 
     def hold(self) -> None:
-        self._cancel_grace()
-        with contextlib.suppress(ArmError):  # nothing moves that it could stop
-            self.arm.stop()
-
-    def _cancel_grace(self) -> None:
         with self._lock:
-            timer, self._grace = self._grace, None
-        if timer is not None:
-            timer.cancel()
+            self._motion += 1  # a grace waiting on the motion before is over
+            with contextlib.suppress(ArmError):  # nothing moves that it could stop
+                self.arm.stop()
+
+    def _stop_if_alone(self, motion: int) -> None:
+        with self._lock:
+            if self._motion == motion:  # no successor took the motion over
+                self._motion += 1
+                with contextlib.suppress(ArmError):
+                    self.arm.stop()
 
     def _leave_running(self) -> None:
         """A preempted motion: its successor takes it over, or it stops after the grace."""
-        timer = threading.Timer(self.settings.preempt_grace, self.hold)
-        timer.daemon = True
         with self._lock:
-            old, self._grace = self._grace, timer
-        if old is not None:
-            old.cancel()
+            motion = self._motion
+        timer = threading.Timer(self.settings.preempt_grace, self._stop_if_alone, (motion,))
+        timer.daemon = True
         timer.start()
 
     @staticmethod
-    def waypoints(traj: JointTrajectory, still: float = 1e-5) -> list[Waypoint]:
-        """One waypoint per point that moves the arm (a point within `still` rad of the one
-        before only lengthens the next segment: Ruckig cannot synchronise a segment that goes
-        nowhere at a speed), at rest at the end; its least duration is its segment's."""
+    def waypoints(traj: JointTrajectory, start: np.ndarray | None = None,
+                  still: float = 1e-5) -> list[Waypoint]:
+        """One waypoint per point that moves the arm from `start` or the point before (one
+        within `still` rad only lengthens the next segment: Ruckig cannot synchronise a segment
+        that goes nowhere at a speed), at rest at the end; its least duration is its
+        segment's."""
         v = traj.velocities if traj.velocities is not None else np.zeros_like(traj.positions)
         out: list[Waypoint] = []
-        t_prev, q_prev = 0.0, None
+        t_prev, q_prev = 0.0, start
         last = len(traj) - 1
         for k, (t, q) in enumerate(zip(traj.times, traj.positions, strict=True)):
             q = np.asarray(q, float)
@@ -268,7 +281,6 @@ class LibfrankaBackend:
         return ""
 
     def execute(self, traj: JointTrajectory, run: GoalRun, on_point: PointFeedback) -> Outcome:
-        self._cancel_grace()
         why = self._ready()
         if why:
             self.hold()
@@ -280,7 +292,9 @@ class LibfrankaBackend:
         plan = [] if traj.gripper is None else gripper_plan(traj.gripper, width, s.gripper_speed,
                                                            s.grasp_force)
         try:
-            self.arm.follow(self.waypoints(traj), s.dynamics_factor)
+            with self._lock:
+                self._motion += 1
+                self.arm.follow(self.waypoints(traj, self._commanded()), s.dynamics_factor)
         except ArmError as exc:
             return Outcome(False, message=f"libfranka refused the motion: {exc}")
         tracker = PointTracker(traj, self.reader.measured, on_point)
