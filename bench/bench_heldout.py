@@ -2,7 +2,10 @@
 
 test/data/generation/heldout/heldout.yaml holds instructions written before the parser was
 generalized (paraphrases of LIBERO-10, coordination, lists, anaphora, part-of references,
-quantifiers, spatial references, sources, push, and some it must refuse). Each runs through
+quantifiers, spatial references, sources, push, and some it must refuse); issue35.yaml, the set
+written for issue 35 before the reader was changed (coordination over several-word names,
+locatives after the noun, phrasal verbs, prepositions other than the benchmark's relation,
+pronouns, ordinals, "except", purpose clauses, refusals). Each runs through
 `mango generate oracle` (offline backend, libraries from the ten LIBERO-10 instructions) and
 scores:
 - an item with `expect`: exit 0, a non-empty plan, the static check (Execution Reliability:
@@ -10,7 +13,7 @@ scores:
   (`mango.oracle.goal_order`, plus the item's own `order` pairs), no `absent` atom is checked;
 - an item with `refuse`: exit 1, no oracle written, the reason names the given word.
 
-Run: python bench/bench_heldout.py [--json] [--only ID,...]
+Run: python bench/bench_heldout.py [--file heldout.yaml|issue35.yaml|PATH] [--json] [--only ID,...]
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ class ItemScore:
     ok: bool
     seconds: float
     why: list[str] = field(default_factory=list)
+    # an `expect` item's oracle ran: exit 0, a plan, the static check passes (None: a refusal)
+    executable: bool | None = None
 
 
 def scene_arg(item: dict[str, Any]) -> str:
@@ -89,6 +94,7 @@ def score_item(runner: CliRunner, item: dict[str, Any], libs: Path, tmp: Path) -
             why.append(f"the reason does not name '{word}': {res.stderr.strip()[:160]!r}")
         score.ok = not why
         return score
+    score.executable = False
     if res.exit_code != 0:
         why.append(f"exit {res.exit_code}: {res.stderr.strip()[:200]}")
     if not out.exists():
@@ -101,6 +107,7 @@ def score_item(runner: CliRunner, item: dict[str, Any], libs: Path, tmp: Path) -
     scene = select_scene(scene_file(Path(scene_arg(item))), item["instruction"])
     er = ExecutionReliabilityAssessor(scene).check(data)
     why.extend(f"static check: {p}" for p in er.issues)
+    score.executable = res.exit_code == 0 and not er.issues
     why.extend(str(p) for p in goal_order_problems(data, item["expect"]))
     entries = plan_entries(load_oracle(data))
     for first, then in item.get("order", []):
@@ -119,7 +126,11 @@ def main() -> None:
     only = set()
     if "--only" in sys.argv:
         only = set(sys.argv[sys.argv.index("--only") + 1].split(","))
-    items = read_yaml_mapping(HELDOUT / "heldout.yaml", "held-out set")["items"]
+    name = "heldout.yaml"
+    if "--file" in sys.argv:
+        name = sys.argv[sys.argv.index("--file") + 1]
+    path = Path(name) if Path(name).is_file() else HELDOUT / name
+    items = read_yaml_mapping(path, "held-out set")["items"]
     if only:
         items = [i for i in items if i["id"] in only]
     runner = CliRunner()
@@ -136,16 +147,24 @@ def main() -> None:
     for s in scores:
         by_kind.setdefault(s.kind, []).append(s)
     if as_json:
-        print(json.dumps({"passed": passed, "n": len(scores),
+        print(json.dumps({"file": path.name, "passed": passed, "n": len(scores),
                           "items": [s.__dict__ for s in scores]}, indent=1))
         return
-    print_table("held-out instructions: failures", ["id", "kind", "why"],
+    print_table(f"held-out instructions ({path.name}): failures", ["id", "kind", "why"],
                 [(s.id, s.kind, escape("; ".join(s.why)[:300])) for s in scores if not s.ok])
-    rows = [(k, f"{sum(s.ok for s in v)}/{len(v)}") for k, v in sorted(by_kind.items())]
-    rows.append(("all", f"{passed}/{len(scores)}"))
+    rows = [(k, f"{sum(s.ok for s in v)}/{len(v)}", _executable(v))
+            for k, v in sorted(by_kind.items())]
+    rows.append(("all", f"{passed}/{len(scores)}", _executable(scores)))
     ms = sorted(s.seconds * 1000 for s in scores)
-    rows.append(("median ms per oracle", f"{ms[len(ms) // 2]:.0f}"))
-    print_table("held-out instructions (offline planner)", ["kind", "passed"], rows)
+    rows.append(("median ms per oracle", f"{ms[len(ms) // 2]:.0f}", ""))
+    print_table(f"held-out instructions ({path.name}, offline planner)",
+                ["kind", "passed", "executable"], rows)
+
+
+def _executable(scores: list[ItemScore]) -> str:
+    """Executable oracles among the items that expect one ("-" where all must be refused)."""
+    runs = [s.executable for s in scores if s.executable is not None]
+    return f"{sum(runs)}/{len(runs)}" if runs else "-"
 
 
 if __name__ == "__main__":

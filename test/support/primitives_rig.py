@@ -70,6 +70,17 @@ class Rig:
     target: np.ndarray | None = None  # the arm joints of the newest joint command
     # execute_chunk's goal statuses as received: (receipt time, {goal id: status})
     chunk_status: list[tuple[float, dict[bytes, int]]] = field(default_factory=list)
+    # each chunk goal's acceptance stamp, the control node's own (its clock): the order in
+    # which it took the goals, whenever their statuses reach this process
+    chunk_accepted: dict[bytes, float] = field(default_factory=dict)
+
+    def _on_chunk_status(self, msg: GoalStatusArray) -> None:
+        self.chunk_status.append((time.monotonic(), {
+            bytes(s.goal_info.goal_id.uuid): s.status for s in msg.status_list}))
+        for s in msg.status_list:
+            stamp = s.goal_info.stamp
+            self.chunk_accepted.setdefault(bytes(s.goal_info.goal_id.uuid),
+                                           stamp.sec + stamp.nanosec * 1e-9)
 
     def commanded_since(self, since: float, t_sim: float) -> list[float]:
         """Stamps of the commands received after `since` (monotonic) stamped after `t_sim`."""
@@ -240,10 +251,7 @@ def primitives_stack(scene: str, real_time_factor: float = 1.0,
             # when each arrived, not when the executor got round to it behind the joint and world
             # states (a quiet run took the last command 1.8 s after the cancel that way)
             node.create_subscription(GoalStatusArray, f"{ns}/execute_chunk/_action/status",
-                                     lambda m: rig.chunk_status.append(
-                                         (time.monotonic(), {bytes(s.goal_info.goal_id.uuid):
-                                                             s.status for s in m.status_list})),
-                                     10,
+                                     rig._on_chunk_status, 10,
                                      callback_group=MutuallyExclusiveCallbackGroup())
             # keep-last 1: the times taken are when each command arrived, not when a backlog of
             # 100 Hz commands is worked through (CI once took the last one 1.75 s after the

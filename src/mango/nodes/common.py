@@ -125,6 +125,18 @@ def _typed(name: str, value: Any, default: Any) -> Any:
 STARTUP_ERRORS = (InputError, ValueError, ParameterException, NameValidationException)
 
 
+def arrival(info: Mapping[str, Any]) -> float | None:
+    """When a message reached this process (monotonic s), from the middleware's reception
+    stamp in its `MessageInfo`; None when the middleware gives none. Not when its callback
+    ran: a busy executor takes a state late, and a state taken late is not a fresh one (a goal
+    was once planned from a stopped simulator's last state, taken 0.5 s after it came)."""
+    received = int(info.get("received_timestamp") or 0)
+    if received <= 0:
+        return None
+    age = time.time() - received * 1e-9  # the stamp is the system clock's
+    return time.monotonic() - max(0.0, age)
+
+
 def wait_until(pred: Callable[[], Any], timeout: float, what: str,
                check: Callable[[], None] = lambda: None, poll: float = 0.02) -> Any:
     """`pred()`'s first truthy value; `check` runs between tries (it may raise: a node died),

@@ -44,6 +44,7 @@ from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
+from rclpy.subscription import MessageInfo
 from sensor_msgs.msg import JointState
 
 from mango.control import (
@@ -60,6 +61,7 @@ from mango.errors import InputError
 from mango.nodes.actions import action_server
 from mango.nodes.common import (
     Param,
+    arrival,
     declare_parameters,
     positive,
     rate_param,
@@ -183,10 +185,10 @@ class FrankaControlNode(Node):
             self.stream.close()
         super().destroy_node()
 
-    def _on_joint_state(self, msg: JointState) -> None:
+    def _on_joint_state(self, msg: JointState, info: MessageInfo) -> None:
         self.reader.update(msg.name, msg.position,
                            msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9,
-                           velocities=msg.velocity)
+                           received=arrival(info), velocities=msg.velocity)
 
     def _on_cancel(self, goal_handle: Any) -> CancelResponse:
         self.controller.goals.cancel(

@@ -37,6 +37,8 @@ from mango.control.tracking import PointFeedback, PointTracker
 from mango.control.trajectory import JointTrajectory
 from mango.control.validation import fit_limits
 
+AT_REST = 1e-3  # rad/s: a commanded joint speed below this is no speed
+
 
 class ArmError(Exception):
     """What libfranka said went wrong (its own text)."""
@@ -221,7 +223,10 @@ class LibfrankaBackend:
         # running motion would be planned to catch up with an arm that is not behind
         s = self.stream.latest
         if s is not None and s.q_d is not None and s.dq_d is not None:
-            return fit_limits(traj, self.robot, s.q_d, s.dq_d, self.settings.max_slowdown)
+            # a robot at rest reports velocity noise (franky-sim: 1e-4 rad/s) that a spline
+            # would carry into joints the chunk does not move
+            v = s.dq_d if np.max(np.abs(s.dq_d)) > AT_REST else np.zeros_like(s.dq_d)
+            return fit_limits(traj, self.robot, s.q_d, v, self.settings.max_slowdown)
         return fit_limits(traj, self.robot, start.q, start.velocity, self.settings.max_slowdown)
 
     def hold(self) -> None:
@@ -260,7 +265,10 @@ class LibfrankaBackend:
             q = np.asarray(q, float)
             if k < last and q_prev is not None and np.max(np.abs(q - q_prev)) < still:
                 continue
-            vk = np.zeros_like(q) if k == last else np.asarray(v[k], float)
+            vk = np.zeros_like(q) if k == last else np.asarray(v[k], float).copy()
+            # Ruckig fails to synchronise (error -111) a joint that must pass through a point
+            # it is already at with a speed it cannot tell from zero
+            vk[np.abs(vk) < AT_REST] = 0.0
             out.append(Waypoint(q, vk, max(0.0, float(t) - t_prev)))
             t_prev, q_prev = float(t), q
         return out
