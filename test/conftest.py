@@ -46,6 +46,19 @@ def _ros_log_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["ROS_LOG_DIR"] = str(tmp_path_factory.mktemp("ros_log"))
 
 
+@pytest.fixture(autouse=True)
+def _scheduling_kept() -> Iterator[None]:
+    """A test leaves this process's scheduling as it found it: libfranka once made the test
+    thread real-time (SCHED_FIFO 99, as root), and every stack the suite started after it spun
+    at that priority and starved the machine (a CI run's demo test stuck for 18 minutes)."""
+    before = os.sched_getscheduler(0), os.sched_getparam(0)
+    yield
+    after = os.sched_getscheduler(0), os.sched_getparam(0)
+    if after != before:
+        os.sched_setscheduler(0, *before)
+        pytest.fail(f"the test changed this process's scheduling to {after} (was {before})")
+
+
 # Tests that bring up ROS stacks or clusters run on a quiet machine (`make test` runs them after
 # the rest, which runs on every core): real-time sims, DDS discovery and control deadlines are
 # what a second busy process on two cores upsets. A module is serial when its text brings one

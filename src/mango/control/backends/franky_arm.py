@@ -8,9 +8,12 @@ enforced, which a machine without a real-time kernel must relax with `realtime: 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +40,25 @@ class FrankyOptions:
     realtime: bool = True  # libfranka refuses to run without a real-time kernel
     hand: bool = True  # a Franka Hand is mounted
     home_hand: bool = False  # home the hand on connecting (it opens fully and comes back)
+
+
+@contextmanager
+def _own_scheduling() -> Iterator[None]:
+    """The calling thread keeps its scheduling: libfranka makes the thread that connects a
+    real-time one (SCHED_FIFO 99 where it may, as root, even with its real-time check off),
+    and a node's executor or a test process turned real-time starves every process it starts.
+    libfranka's control loop runs in franky's own thread."""
+    try:
+        policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    except OSError:  # no scheduler control here: nothing to keep
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            if (os.sched_getscheduler(0), os.sched_getparam(0)) != (policy, param):
+                os.sched_setscheduler(0, policy, param)
 
 
 class _Answer:
@@ -70,7 +92,8 @@ class FrankyArm:
         if self._robot is None:
             self.reconnect()
         try:
-            return fn(*args)
+            with _own_scheduling():
+                return fn(*args)
         except (self._franky.Exception, RuntimeError) as exc:  # a lost link: RuntimeError
             raise ArmError(str(exc) or type(exc).__name__) from None
 
@@ -83,14 +106,17 @@ class FrankyArm:
         o = self.options
         rt = franky.RealtimeConfig.Enforce if o.realtime else franky.RealtimeConfig.Ignore
         try:
-            robot = franky.Robot(self.address, default_torque_threshold=o.torque_threshold,
-                                 default_force_threshold=o.force_threshold, realtime_config=rt)
-            gripper = franky.Gripper(self.address) if o.hand else None
+            with _own_scheduling():
+                robot = franky.Robot(self.address, default_torque_threshold=o.torque_threshold,
+                                     default_force_threshold=o.force_threshold,
+                                     realtime_config=rt)
+                gripper = franky.Gripper(self.address) if o.hand else None
         except (franky.Exception, RuntimeError) as exc:
             raise ArmError(f"cannot connect to {self.address}: {exc}") from None
         if gripper is not None and o.home_hand:  # measures its stroke, as Desk's homing does
             try:
-                homed = gripper.homing()
+                with _own_scheduling():
+                    homed = gripper.homing()
             except (franky.Exception, RuntimeError) as exc:
                 raise ArmError(f"homing the hand at {self.address}: {exc}") from None
             if not homed:
