@@ -75,6 +75,15 @@ class Rig:
         finally:
             slot.end(run)
 
+    def start(self, goal: ChunkGoal, key: str) -> tuple[threading.Thread, dict[str, object]]:
+        """The goal running in a thread under `key` (what a cancel names); its result lands
+        in the dict under "out" once the thread ends."""
+        run = self.controller.goals.begin(key)
+        results: dict[str, object] = {}
+        thread = threading.Thread(target=lambda: results.update(out=self.run(goal, run)))
+        thread.start()
+        return thread, results
+
     def at_rest(self, since: float | None = None, timeout: float = 5.0) -> float:
         """Wait until the arm is at rest; the robot time it came to rest at. At rest: no joint
         moved more than REST_TOL over REST_WINDOW s of the robot's clock (velocities alone
@@ -162,12 +171,8 @@ def test_two_chunks_back_to_back_do_not_stop_the_arm(rig: Rig) -> None:
     step = np.zeros(7)
     step[0] = 0.02  # rad per point: 0.3 rad/s on joint 1
     first = rig.chunk(np.outer(np.arange(1, 16), step), q0)
-    results: dict[str, object] = {}
-    slot = rig.controller.goals
-    run_a = slot.begin("a")
     t_start = rig.states[-1][0]
-    thread = threading.Thread(target=lambda: results.update(a=rig.run(first, run_a)))
-    thread.start()
+    thread, results = rig.start(first, "a")
     # switch once the arm cruises (by its own report: a loaded machine slows the simulated
     # robot's clock, and a first chunk still starting would have nothing to keep going)
     deadline = time.monotonic() + 10.0  # a hang guard
@@ -185,9 +190,9 @@ def test_two_chunks_back_to_back_do_not_stop_the_arm(rig: Rig) -> None:
     due = int(elapsed * RATE) + LEAD
     second = rig.chunk(np.outer(np.arange(due + 1, due + 16), step), q0,
                        late=elapsed - due / RATE)
-    results["b"] = rig.run(second)
+    b = rig.run(second)
     thread.join(5.0)
-    a, b = results["a"], results["b"]
+    a = results["out"]
     assert a.status == GoalStatus.PREEMPTED and b.status == GoalStatus.SUCCEEDED, b.message
     # joint 1 from the switch to well into the second chunk (1 s long at 0.3 rad/s)
     speeds = [abs(v[0]) for t, _q, v in rig.states if t_switch <= t <= t_switch + 0.6]
@@ -206,14 +211,10 @@ def test_a_cancel_mid_chunk_brings_the_arm_to_rest(rig: Rig) -> None:
     step = np.zeros(7)
     step[3] = -0.02
     goal = rig.chunk(np.outer(np.arange(1, 31), step))
-    slot = rig.controller.goals
-    run = slot.begin("c")
-    results: dict[str, object] = {}
-    thread = threading.Thread(target=lambda: results.update(out=rig.run(goal, run)))
-    thread.start()
+    thread, results = rig.start(goal, "c")
     time.sleep(0.6)
     t_cancel = rig.states[-1][0]  # the robot's time, as the stream last read it
-    slot.cancel("c", at_boundary=False)
+    rig.controller.goals.cancel("c", at_boundary=False)
     thread.join(5.0)
     assert results["out"].status == GoalStatus.CANCELLED
     rest = rig.at_rest(since=t_cancel) - t_cancel
@@ -278,11 +279,7 @@ def test_a_killed_robot_fails_the_goal_within_a_second_and_a_restarted_one_is_fo
         step = np.zeros(7)
         step[0] = 0.01
         goal = rig.chunk(np.outer(np.arange(1, 46), step))
-        slot = rig.controller.goals
-        run = slot.begin("k")
-        results: dict[str, object] = {}
-        thread = threading.Thread(target=lambda: results.update(out=rig.run(goal, run)))
-        thread.start()
+        thread, results = rig.start(goal, "k")
         time.sleep(0.5)
         server.kill()
         t_kill = time.monotonic()

@@ -95,3 +95,13 @@ def gripper_failure(cmd: GripperCommand, success: bool, error: str,
         at = f"the fingers stopped at {d:.3f} m, " if d is not None else ""
         return f"{what} failed: {error or f'{at}outside the grasp window ({lo:.3f}, {hi:.3f}) m'}"
     return None
+
+
+def due_commands(plan: list[tuple[int, GripperCommand]], sent: int, due: int
+                 ) -> list[GripperCommand]:
+    """The plan's commands after the first `sent` whose point index is at most `due` (the
+    trajectory's point reached): what a backend sends now, in order."""
+    out = []
+    while sent + len(out) < len(plan) and plan[sent + len(out)][0] <= due:
+        out.append(plan[sent + len(out)][1])
+    return out

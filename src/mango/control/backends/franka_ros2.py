@@ -22,7 +22,13 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from mango.control.goals import GoalRun, Outcome
-from mango.control.gripper import GripperCommand, GripperKind, gripper_failure, gripper_plan
+from mango.control.gripper import (
+    GripperCommand,
+    GripperKind,
+    due_commands,
+    gripper_failure,
+    gripper_plan,
+)
 from mango.control.joint_state import JointStateReader, Measured
 from mango.control.robot import RobotConfig
 from mango.control.tracking import PointFeedback, PointTracker
@@ -190,8 +196,7 @@ class FrankaRos2Backend:
             # Gripper widths are sent as their points come due; once the arm is done, those
             # still to come are sent too (an arm that finishes early must not drop them).
             due = len(traj) - 1 if arm_done else traj.point_index(t)
-            while k_grip < len(plan) and plan[k_grip][0] <= due:
-                cmd = plan[k_grip][1]
+            for cmd in due_commands(plan, k_grip, due):
                 k_grip += 1
                 if not self.transport.wait_for_gripper(cmd.kind, s.server_timeout):
                     self.hold()

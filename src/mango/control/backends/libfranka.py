@@ -30,7 +30,7 @@ from typing import Protocol
 import numpy as np
 
 from mango.control.goals import PREEMPTED, GoalRun, Outcome
-from mango.control.gripper import GripperCommand, gripper_failure, gripper_plan
+from mango.control.gripper import GripperCommand, due_commands, gripper_failure, gripper_plan
 from mango.control.joint_state import FINGERS, JointStateReader, Measured
 from mango.control.robot import RobotConfig
 from mango.control.tracking import PointFeedback, PointTracker
@@ -319,8 +319,7 @@ class LibfrankaBackend:
             t = self._robot_time() - t0
             tracker.update(t)
             due = len(traj) - 1 if finished else traj.point_index(t)
-            while k_grip < len(plan) and plan[k_grip][0] <= due:
-                cmd = plan[k_grip][1]
+            for cmd in due_commands(plan, k_grip, due):
                 k_grip += 1
                 try:
                     grips.append((cmd, self.arm.grip(cmd)))
