@@ -75,6 +75,7 @@ class Stack(BaseModel):
     # namespace and name here replacing the base's whole and the others added
     extends: str = ""
     drop: list[str] = []
+    optional: list[str] = []  # base nodes that may exit without stopping the stack
     use_sim_time: bool = False
     nodes: list[StackNode]
 
@@ -166,12 +167,15 @@ def _extended(base: Stack, child: Stack, path: Path) -> Stack:
     def key(n: StackNode) -> str:
         return f"{n.namespace}/{n.name}"
 
-    unknown = sorted(set(child.drop) - {n.name for n in base.nodes})
-    if unknown:
-        raise InputError(f"drops {', '.join(unknown)}, which {base.name} does not have",
-                         file=str(path), field="drop")
+    for field, names in (("drop", child.drop), ("optional", child.optional)):
+        unknown = sorted(set(names) - {n.name for n in base.nodes})
+        if unknown:
+            raise InputError(f"{field}: {', '.join(unknown)}, which {base.name} does not have",
+                             file=str(path), field=field)
     mine = {key(n): n for n in child.nodes}
-    nodes = [mine.pop(key(n), n) for n in base.nodes if n.name not in child.drop]
+    nodes = [mine.pop(key(n), n.model_copy(update={"required": False})
+                      if n.name in child.optional else n)
+             for n in base.nodes if n.name not in child.drop]
     nodes += list(mine.values())
     try:
         return Stack(name=child.name, description=child.description or base.description,

@@ -400,3 +400,18 @@ def test_bringup_bad_override_is_a_clear_error() -> None:
     proc = _bringup("oracle", "--set", "nosuchnode.x=1")
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "error:" in out and "nosuchnode" in out
+
+
+def test_an_extending_stack_replaces_adds_drops_and_makes_optional(tmp_path: Path) -> None:
+    stack = load_stack("fr3_libfranka")
+    base = load_stack("fr3")
+    nodes = {n.name: n for n in stack.nodes}
+    assert nodes["franka_control_node"].parameters["backend"] == "libfranka"  # replaced
+    assert "robot_state_publisher" in nodes  # added
+    assert not nodes["front_camera"].required and not nodes["wrist_camera"].required
+    assert [n.name for n in base.nodes] == [n.name for n in stack.nodes][:len(base.nodes)]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nextends: fr3\noptional: [no_such_node]\nnodes:\n"
+                   "  - {name: extra, executable: oracle_node}\n")
+    with pytest.raises(InputError, match="optional: no_such_node, which fr3 does not have"):
+        load_stack(bad)

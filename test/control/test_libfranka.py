@@ -348,3 +348,17 @@ def test_the_hand_is_homed_on_connecting_when_asked() -> None:
     finally:
         server.kill()
         server.wait()
+
+
+def test_a_robot_on_loopback_needs_no_real_time_kernel() -> None:
+    # libfranka refuses `realtime` on a kernel without PREEMPT_RT; a loopback address is a
+    # simulated FR3 on this machine, which the fr3_libfranka stack drives as it is
+    address = free_loopback_address()
+    server = spawn(address)
+    try:
+        arm = FrankyArm(address, FrankyOptions(realtime=True))
+        arm.reconnect()
+        assert arm.read(with_width=False).q.shape == (7,)
+    finally:
+        server.kill()
+        server.wait()

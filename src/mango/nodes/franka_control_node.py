@@ -112,6 +112,8 @@ def _libfranka_backend(node: FrankaControlNode, period: float) -> ControlBackend
 
     def publish(names: Sequence[str], positions: Sequence[float], velocities: Sequence[float],
                 stamp: float) -> None:
+        if not node.context.ok():  # shutting down: nobody to publish to
+            return
         msg = JointState(name=list(names), position=list(positions), velocity=list(velocities))
         msg.header.stamp.sec, msg.header.stamp.nanosec = stamp_from_seconds(stamp)
         pub.publish(msg)

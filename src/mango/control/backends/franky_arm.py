@@ -9,6 +9,7 @@ enforced, which a machine without a real-time kernel must relax with `realtime: 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import threading
 import time
@@ -37,9 +38,19 @@ from mango.control.robot import RobotConfig
 class FrankyOptions:
     torque_threshold: float = 20.0  # Nm, every joint (franky's Robot default)
     force_threshold: float = 30.0  # N, every Cartesian direction (franky's Robot default)
-    realtime: bool = True  # libfranka refuses to run without a real-time kernel
+    realtime: bool = True  # libfranka refuses to run without a real-time kernel (not asked of
+    # a loopback address: a simulated FR3 on this machine)
     hand: bool = True  # a Franka Hand is mounted
     home_hand: bool = False  # home the hand on connecting (it opens fully and comes back)
+
+
+def _loopback(address: str) -> bool:
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:  # a host name: a robot on the network
+        return False
 
 
 @contextmanager
@@ -104,7 +115,10 @@ class FrankyArm:
             raise ArmError(f"franky is not installed ({exc}): run `make setup`") from None
         self._franky = franky
         o = self.options
-        rt = franky.RealtimeConfig.Enforce if o.realtime else franky.RealtimeConfig.Ignore
+        # a robot on this machine's loopback is a simulator (franky-sim): no real FR3 answers
+        # there, and its client needs no real-time kernel
+        enforce = o.realtime and not _loopback(self.address)
+        rt = franky.RealtimeConfig.Enforce if enforce else franky.RealtimeConfig.Ignore
         try:
             with _own_scheduling():
                 robot = franky.Robot(self.address, default_torque_threshold=o.torque_threshold,

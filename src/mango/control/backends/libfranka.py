@@ -131,6 +131,7 @@ class StateStream:
         self.now, self.publish, self.say = now, publish, say
         self.error = ""  # the last connection error, "" while connected
         self.latest: ArmState | None = None  # the last state read
+        self._publish_failed = False
         self._offset: float | None = None
         self._last_time = -1.0
         self._width: float | None = None
@@ -190,7 +191,12 @@ class StateStream:
             names = self._names
         self.reader.update(names, positions, stamp, velocities=velocities)
         if self.publish is not None:
-            self.publish(names, positions, velocities, stamp)
+            try:  # the controller reads the stream: a publisher's failure must not end it
+                self.publish(names, positions, velocities, stamp)
+            except Exception as exc:  # said once: the stream goes on
+                if not self._publish_failed:
+                    self._publish_failed = True
+                    self.say(f"publishing joint states failed: {exc}")
 
 
 class LibfrankaBackend:
