@@ -165,8 +165,13 @@ def test_a_slow_simulator_sees_the_trajectory_at_its_own_speed(rig: Rig) -> None
 
 
 def test_joint_states_that_stop_end_the_goal(rig: Rig) -> None:
+    start = float(rig.sim.q[0])
+
     def stall() -> None:
-        time.sleep(0.3)
+        # once the controller has commanded past the chunk's second point (0.1 rad over 60),
+        # not after a fixed wait: a loaded CI machine had executed none 0.3 s after acceptance
+        wait_for(lambda: rig.sim.commands and rig.sim.commands[-1][2] - start > 2.5 * 0.1 / 60,
+                 10.0, "the controller moving the arm")
         rig.sim.running = False
 
     try:
