@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mango.errors import InputError
+from mango.generation.fallback import ReaderFirstBackend
 from mango.generation.offline.planner import OfflinePlanner
 from mango.llm.backend import LLMBackend
 from mango.llm.registry import BackendRegistry, model_backends
@@ -17,7 +19,16 @@ DEFAULT_BACKEND = "offline"
 
 
 def _offline(model: str | None, opts: dict[str, Any]) -> LLMBackend:
-    return OfflinePlanner(**opts)
+    """The offline planner; with option `fallback=NAME` (e.g. `local`), the calls it refuses
+    go to that backend, built with the remaining options (`generation.fallback`)."""
+    fallback = opts.pop("fallback", None)
+    if not fallback:
+        return OfflinePlanner(**opts)
+    if fallback == DEFAULT_BACKEND:
+        raise InputError("fallback=offline would hand the offline planner its own refusals; "
+                         "name a model backend (local, openai)", field="fallback")
+    return ReaderFirstBackend(OfflinePlanner(), generation_backends().make(fallback, model,
+                                                                          **opts))
 
 
 def generation_backends() -> BackendRegistry:

@@ -69,6 +69,12 @@ class InstructionGrounder:
         self.mentioned: list[str] = []
         self.problems: list[str] = []
         self._ambiguous = False
+        # while a target is grounded: whether its relation wants a place to put things in
+        # (True), on (False), or either (None); it breaks ties between a fixture's parts
+        self._inner_wanted: bool | None = None
+        self._clause_order = 0
+        # the head noun last said for each role: "the right one" is the right plate
+        self._last_head: dict[str, str] = {}
 
     def _mention(self, *ents: str | None) -> None:
         for e in ents:
@@ -124,6 +130,14 @@ class InstructionGrounder:
                 self.problems.append(f"cannot resolve '{np.text}' ({role})")
             return [ent] if ent else []
         pool = self._pool(role)
+        words = [w for w in np.words if w not in {"too", "also"}]
+        content = [w for w in words if w not in LEXICON.stop]
+        if words and words[-1] in {"one", "ones"} and content and self._last_head:
+            head = self._last_head.get(role) or next(iter(self._last_head.values()))
+            np = NounPhrase(words=[*words[:-1], head], plural=np.plural,
+                            quantified=np.quantified)
+        elif content and content[-1] not in LEXICON.pronouns:
+            self._last_head[role] = head_noun(words) or content[-1]
         ref = analyse(np.words)
         if locator is not None and any(w not in LEXICON.stop for w in locator[1]):
             ref.locators.append(locator)
@@ -155,6 +169,8 @@ class InstructionGrounder:
                     exclude: set[str], ties_ok: bool = False) -> list[str]:
         self._ambiguous = False
         text = " ".join(ref.name) if ref.name != np.words else np.text
+        if ref.universal and all(w in LEXICON.stop for w in ref.name):
+            return self._every_object(ref, np, role, pool, exclude)
         whole = self.g.rank(ref.name, pool)
         best = whole[0][1] if whole else 0.0
         if not whole or best < _ACCEPT:
@@ -182,6 +198,9 @@ class InstructionGrounder:
                     self.problems.append(f"'{np.text}' leaves nothing ({role})")
                 return chosen
             return chosen
+        if len(ties) > 1 and role == "target" and self._inner_wanted is not None:
+            fit = [e for e in ties if self.g.is_inner(e) == self._inner_wanted]
+            ties = fit or ties  # "in the top layer": the layer inside, not the top side
         if len(ties) == 1:
             return ties
         chosen = self._choose(ties, ref, role, exclude)
@@ -195,6 +214,21 @@ class InstructionGrounder:
             self.problems.append(f"'{np.text}' is ambiguous: it may be any of "
                                  f"{', '.join(chosen)} ({role})")
             return []
+        return chosen
+
+    def _every_object(self, ref: Reference, np: NounPhrase, role: str, pool: list[str],
+                      exclude: set[str]) -> list[str]:
+        """"every item on the table except the red block", "everything": the name says no
+        kind, so every movable object the locators keep, less the exceptions."""
+        chosen = self._choose([e for e in pool if self.g.is_movable(e) and e not in exclude],
+                              ref, role, exclude, keep_many=True)
+        for exc in ref.exceptions:
+            gone = self._ground_exception(exc, ref.name, chosen)
+            if gone is None:
+                return []
+            chosen = [e for e in chosen if e not in gone]
+        if not chosen:
+            self.problems.append(f"'{np.text}' leaves nothing ({role})")
         return chosen
 
     def _choose(self, cands: list[str], ref: Reference, role: str, exclude: set[str],
@@ -289,7 +323,28 @@ class InstructionGrounder:
         return None
 
     def resolve_target(self, relation: str, target: str) -> tuple[str, str]:
-        """Predicate-level (relation, id): containers become their regions where needed."""
+        """Predicate-level (relation, id): containers become their regions where needed,
+        with the relation the benchmark states for that kind of target (`_convention`)."""
+        return self._convention(*self._resolve_place(relation, target))
+
+    def _convention(self, relation: str, target: str) -> tuple[str, str]:
+        """LIBERO's relation for the target's kind, whatever preposition was said. Its
+        bddl_files (Lifelong-Robot-Learning/LIBERO, libero/libero/bddl_files) state `In` only
+        of a container's inner region (`basket_1_contain_region`, a drawer's
+        `white_cabinet_1_bottom_region`, `microwave_1_heating_region`), `On` of every other
+        region (`flat_stove_1_cook_region`, `wine_rack_1_top_region`, `*_top_side`) and of
+        a movable object (libero_goal/put_the_cream_cheese_in_the_bowl.bddl:
+        `(On cream_cheese_1 akita_black_bowl_1)`; plates likewise)."""
+        if relation not in {"in", "on"}:
+            return relation, target
+        if self.g.is_region(target) or target.endswith("_side"):
+            return ("in" if self.g.is_inner(target) else "on"), target
+        if self.g.is_movable(target):
+            inner = self._child_region(target, LEXICON.contain_words, inner=True)
+            return ("in", inner) if inner else ("on", target)
+        return relation, target
+
+    def _resolve_place(self, relation: str, target: str) -> tuple[str, str]:
         if relation == "to":
             inner = self.g.is_inner(target) or self._child_region(
                 target, LEXICON.contain_words, inner=True) is not None
@@ -355,7 +410,11 @@ class InstructionGrounder:
             result.problems.extend(self.problems)
             return result
         pending_pick: list[Goal] = []
+        order: dict[int, int] = {}  # id(goal) -> its clause's place in the order of doing
         for clause in clauses:
+            for goal in result.goals:
+                order.setdefault(id(goal), self._clause_order)
+            self._clause_order = clause.order
             if clause.verb in {"open", "close", "turn_on", "turn_off"}:
                 role = "closable" if clause.verb in {"open", "close"} else "switchable"
                 ids = self.ground_np(clause.obj, role)
@@ -406,10 +465,15 @@ class InstructionGrounder:
                 self._mention(below)
                 clause.target = NounPhrase(words=["it"])
             relation = clause.relation
+            self._inner_wanted = {"in": True, "on": False, "on_top": False}.get(relation)
             targets = self.ground_np(clause.target, "target", exclude=set(objs))
+            self._inner_wanted = None
             if not targets:
                 continue
             landmark = targets[0]
+            if clause.obj is not None and analyse(clause.obj.words).universal:
+                # "put everything in the basket": not the basket, nor what it is part of
+                objs = [o for o in objs if o not in {landmark, self.g.parent(landmark)}]
             if landmark in objs:  # "put the bowl on the bowl" in a scene with one bowl
                 self.problems.append(f"'{clause.text}' puts {landmark} on or in itself")
                 continue
@@ -446,6 +510,10 @@ class InstructionGrounder:
                                     else clause.sequential_after_previous),
                     text=clause.text, spatial=spatial, landmark=landmark))
             self._mention(landmark, target)
+        for goal in result.goals:
+            order.setdefault(id(goal), self._clause_order)
+        if any(c.order != k for k, c in enumerate(clauses)):
+            result.goals.sort(key=lambda g: order[id(g)])  # stable: as said within a clause
         result.problems.extend(self.problems)
         return result
 

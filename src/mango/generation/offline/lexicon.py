@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rapidfuzz.fuzz import ratio
 
@@ -52,6 +53,7 @@ class Lexicon:
     universal: frozenset[str]
     place_pronouns: frozenset[str]
     inner_part_words: frozenset[str]
+    grammar: dict[str, Any]  # closed word classes of `grammar` (see lexicon.json)
 
     @property
     def spatial_words(self) -> frozenset[str]:
@@ -89,6 +91,8 @@ def load_lexicon(path: str | Path = LEXICON_PATH) -> Lexicon:
         ordinals=dict(raw["ordinals"]),
         superlatives=dict(raw["superlatives"]),
         locators=tuple(locators),
+        grammar={k: v if isinstance(v, (dict, str)) else frozenset(v)
+                 for k, v in raw["grammar"].items()},
         **sets,
     )
 

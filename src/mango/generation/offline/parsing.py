@@ -13,7 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mango.generation.offline.grammar import canonical_clause, looks_like_verb
 from mango.generation.offline.lexicon import LEXICON, singular
+from mango.generation.offline.relation_phrases import locating_modifier, match_relation
 
 
 @dataclass
@@ -42,6 +44,10 @@ class Clause:
     target: NounPhrase | None = None
     sequential_after_previous: bool = False  # "then", "after that"
     text: str = ""
+    # where the clause comes in the order of doing ("put X in Y after you put Z in it": the
+    # second clause is done first); the reader keeps the clauses in the order said, so
+    # pronouns resolve as read, and `grounding` orders the goals by this
+    order: int = 0
 
 
 def normalize_instruction(text: str) -> list[str]:
@@ -57,7 +63,10 @@ def normalize_instruction(text: str) -> list[str]:
 
 
 def _starts_clause(toks: list[str], j: int) -> bool:
-    """Whether the verb at `j` starts a new clause ("and set the table", not "and set")."""
+    """Whether the verb at `j` starts a new clause ("and set the table", not "and set"); an
+    unlisted word used as a verb ("and swing the door shut") starts one too."""
+    if j < len(toks) and looks_like_verb(toks, j):
+        return True
     if j >= len(toks) or toks[j] not in LEXICON.verb_words:
         return False
     if toks[j] not in LEXICON.verbs_needing_an_object:
@@ -66,11 +75,14 @@ def _starts_clause(toks: list[str], j: int) -> bool:
     return j + 1 < len(toks) and toks[j + 1] in follows
 
 
-def _split_clauses(toks: list[str]) -> list[tuple[list[str], bool]]:
-    """Split at connectors that introduce a verb; returns (clause tokens, after_previous)."""
-    clauses: list[tuple[list[str], bool]] = []
+def _split_clauses(toks: list[str]) -> list[tuple[list[str], bool, list[str]]]:
+    """Split at connectors that introduce a verb; returns (clause tokens, after_previous,
+    the connectors that introduced it)."""
+    clauses: list[tuple[list[str], bool, list[str]]] = []
     current: list[str] = []
     after = False
+    lead = [t for t in toks[: next((k for k, t in enumerate(toks)
+                                    if t not in LEXICON.connectors), len(toks))]]
     i = 0
     while i < len(toks):
         t = toks[i]
@@ -84,41 +96,62 @@ def _split_clauses(toks: list[str]) -> list[tuple[list[str], bool]]:
                 j += 1
             # "then" always starts a clause, read or not ("..., then do the same with X")
             if _starts_clause(toks, j) or (saw_then and j < len(toks)):
-                clauses.append((current, after))
-                current, after = [], saw_then
+                clauses.append((current, after, lead))
+                current, after, lead = [], saw_then, toks[i:j]
                 i = j
                 continue
         current.append(t)
         i += 1
     if current:
-        clauses.append((current, after))
-    return [(c, a) for c, a in clauses if c]
+        clauses.append((current, after, lead))
+    return [(c, a, w) for c, a, w in clauses if c]
 
 
-def _locating_modifier(toks: list[str], i: int) -> bool:
-    """'on the left', 'at the back', 'in the middle' ending a noun phrase: a modifier of the
-    phrase before it, not a relation ('on the left plate' is a relation to a plate)."""
-    j = i + 1
-    while j < len(toks) and toks[j] in LEXICON.determiners:
-        j += 1
-    if j >= len(toks) or toks[j] not in LEXICON.spatial_words:
-        return False
-    nxt = toks[j + 1] if j + 1 < len(toks) else None
-    return nxt is None or nxt in LEXICON.connectors or nxt in {"and", ","} or (
-        nxt not in {"of", "side"} and any(tuple(toks[j + 1 : j + 1 + len(w)]) == w
-                                          for w, _ in LEXICON.relations))
-
-
-def match_relation(toks: list[str], i: int) -> tuple[str, int] | None:
-    """(relation, number of words) of the relation phrase starting at `i`, if any."""
-    if i > 0 and toks[i - 1] in LEXICON.superlatives:
-        return None  # "the bowl closest to the plate" locates the bowl
-    for words, rel in LEXICON.relations:
-        if tuple(toks[i : i + len(words)]) == words:
-            if len(words) == 1 and rel in {"on", "in", "to"} and _locating_modifier(toks, i):
-                return None
-            return rel, len(words)
+def _subordinator(lead: list[str]) -> str | None:
+    """"before"/"after" introducing a clause of its own ("after you put the butter in"),
+    not the sequencing "after that"."""
+    for k, w in enumerate(lead):
+        if w in {"before", "after"} and not (k + 1 < len(lead) and lead[k + 1] == "that"):
+            return w
     return None
+
+
+def _order_groups(groups: list[tuple[list[Clause], str | None]]) -> None:
+    """Set each clause's place in the order of doing from "before"/"after" subordinates:
+    "Y after X" and "before Y, X" do X first; "after X, Y" and "Y before X" as said."""
+    order = list(range(len(groups)))
+    for k, (clauses, sub) in enumerate(groups):
+        if sub is None or len(groups) < 2:
+            continue
+        if (k == 0 and sub == "before") or (k > 0 and sub == "after"):
+            said_first, said_second = (0, 1) if k == 0 else (k - 1, k)
+            order[said_first], order[said_second] = order[said_second], order[said_first]
+            groups[said_second][0][0].sequential_after_previous = \
+                groups[said_first][0][0].sequential_after_previous
+            groups[said_first][0][0].sequential_after_previous = True
+        elif k == 0:  # "after X, Y"
+            groups[1][0][0].sequential_after_previous = True
+        else:  # "Y before X"
+            clauses[0].sequential_after_previous = True
+    for pos, (clauses, _) in zip(order, groups, strict=True):
+        for c in clauses:
+            c.order = pos
+
+
+def _continued(prev: Clause, toks: list[str], after: bool) -> Clause | None:
+    """"put the butter in the basket, then the milk (too)": a bare noun phrase repeats the
+    previous clause's verb and place; with a place of its own, only the verb."""
+    words = [t for t in toks if t not in LEXICON.connectors and t not in {"too", "also"}]
+    if not words or words[0] not in LEXICON.determiners | LEXICON.quantifiers:
+        return None
+    verb_word = prev.text.split()[0] if prev.text else None
+    if any(match_relation(words, i) for i in range(1, len(words))) and verb_word:
+        return parse_clause([verb_word, *words], after)
+    if prev.target is None:
+        return None
+    return Clause(verb=prev.verb, obj=_noun_phrase(words), relation=prev.relation,
+                  target=prev.target, sequential_after_previous=after,
+                  text=" ".join([verb_word or prev.verb, *words]))
 
 
 def _later_relation(toks: list[str], i: int) -> bool:
@@ -172,7 +205,7 @@ def parse_clause(toks: list[str], after: bool) -> Clause | None:
     source_relation = "from"
     i = 0
     while i < len(rest):
-        if rest[i] in LEXICON.source_words and obj_words and not _locating_modifier(rest, i):
+        if rest[i] in LEXICON.source_words and obj_words and not locating_modifier(rest, i):
             j = i + 1
             while j < len(rest) and rest[j] == "of":
                 j += 1
@@ -228,9 +261,20 @@ def parse_instruction(instruction: str) -> tuple[list[Clause], list[str]]:
     verb-less conjuncts repeat the previous verb."""
     out: list[Clause] = []
     unread: list[str] = []
+    groups: list[tuple[list[Clause], str | None]] = []
     known = ", ".join(sorted(set(LEXICON.verb_words.values())))
-    for toks, after in _split_clauses(normalize_instruction(instruction)):
+    for toks, after, lead in _split_clauses(normalize_instruction(instruction)):
+        toks = canonical_clause(toks)
+        if not toks:  # a purpose clause of its own ("in order to tidy up, ...")
+            continue
+        start = len(out)
         c = parse_clause(toks, after)
+        if c is None and out:
+            c = _continued(out[-1], toks, after)
+            if c is not None:
+                out.append(c)
+                groups.append((out[start:], _subordinator(lead)))
+                continue
         if c is None:
             words = [t for t in toks if t not in LEXICON.connectors and t != "please"]
             if words:
@@ -245,6 +289,8 @@ def parse_instruction(instruction: str) -> tuple[list[Clause], list[str]]:
             first, toks = split
             out.append(first)
             c = parse_clause(toks, False)
+        groups.append((out[start:], _subordinator(lead)))
+    _order_groups([g for g in groups if g[0]])
     return out, unread
 
 
