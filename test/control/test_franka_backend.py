@@ -1,9 +1,11 @@
 """The franka_ros2 backend's logic against a stand-in controller and gripper at its transport:
-the goal it sends, when it moves or grasps, and what each failure reads as."""
+the goal it sends, when it moves or grasps, what each failure reads as, and a preemption that
+replaces the trajectory instead of stopping the arm."""
 
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ from support.arm import FakeFrankaTransport
 from mango.control import GoalRun, JointStateReader, JointTrajectory, load_robot
 from mango.control.backends import FrankaRos2Backend, FrankaSettings
 from mango.control.backends.franka_ros2 import TrajectoryGoal
+from mango.control.goals import PREEMPTED
 
 ROBOT = load_robot("fr3")
 SETTINGS = FrankaSettings("/fr3_arm_controller/follow_joint_trajectory", "/franka_gripper",
@@ -144,4 +147,33 @@ def test_stop_cancels_the_controller_goal() -> None:
     assert out.stopped and out.message == "cancelled"
     assert fake.cancels == 1
     backend.hold()  # nothing left to cancel
+    assert fake.cancels == 1
+
+
+def test_a_preempting_goal_replaces_the_trajectory_without_a_stop() -> None:
+    """An asynchronous policy run replaces the tail of its queue: the controller's goal is
+    not cancelled (which holds the arm) but replaced by the next trajectory."""
+    fake, backend = _rig()
+    run = GoalRun(None)
+    threading.Timer(0.1, run.halt, args=(PREEMPTED,)).start()
+    q0 = fake.q.copy()
+    first = backend.execute(_traj(q0, [0.01 * k for k in range(1, 16)]), run, lambda *_: None)
+    assert first.stopped and first.message == PREEMPTED
+    second = backend.execute(_traj(fake.q.copy(), [0.01, 0.02, 0.03]), GoalRun(None),
+                             lambda *_: None)
+    assert second.ok
+    assert fake.cancels == 0 and fake.replaced == 1 and len(fake.goals) == 2
+    assert fake.q[0] == pytest.approx(q0[0] + 0.03, abs=0.011)
+
+
+def test_a_preemption_nothing_replaces_is_cancelled() -> None:
+    """The next goal was refused: the preempted trajectory must not run on to its end."""
+    fake, backend = _rig(mode="hang")
+    run = GoalRun(None)
+    threading.Timer(0.1, run.halt, args=(PREEMPTED,)).start()
+    out = backend.execute(_traj(fake.q.copy(), [0.01, 0.02]), run, lambda *_: None)
+    assert out.stopped and fake.cancels == 0
+    deadline = time.monotonic() + 5.0
+    while fake.cancels == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert fake.cancels == 1

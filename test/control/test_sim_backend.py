@@ -1,5 +1,6 @@
 """The sim backend against a stand-in simulator at its joint-command port: targets follow the
-simulator's time, a stop holds at once, stalled or restarted joint states end the goal."""
+simulator's time, a stop holds at once (a preemption hands its last target to the next goal),
+stalled or restarted joint states end the goal."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from support.arm import FakeSim
 
 from mango.control import GoalRun, JointStateReader, JointTrajectory, load_robot
 from mango.control.backends import SimBackend
+from mango.control.goals import PREEMPTED
 
 ROBOT = load_robot("fr3")
 PERIOD = 0.005
@@ -159,3 +161,44 @@ def test_a_closed_gripper_stays_commanded_closed_on_an_object() -> None:
         assert backend.execute(holding, GoalRun(None), lambda *_: None).ok
     widths = [pos[7] for names, pos in sim.commands[k:] if len(names) == 8]
     assert widths and max(widths) == 0.0
+
+
+def test_a_preempting_trajectory_takes_over_without_a_stop() -> None:
+    """An asynchronous policy run replaces the tail of its queue with a new goal: the arm
+    must not stop at the boundary (no hold at the measured position, no gap while the next
+    goal is checked: the old trajectory goes on until the new one takes over from its last
+    target)."""
+    sim, backend = _rig()
+    run = GoalRun(None)
+    with sim.running_thread():
+        q0 = sim.q.copy()
+        threading.Timer(0.1, run.halt, args=(PREEMPTED,)).start()
+        first = backend.execute(_ramp(0.2, 1.0, q0, n=20, widths=True), run, lambda *_: None)
+        stopped = len(sim.commands)
+        time.sleep(0.03)  # the control node checking the next goal
+        coasted = len(sim.commands) - stopped
+        base = sim.q.copy()
+        second = backend.execute(_ramp(0.05, 0.2, base, n=4, widths=True), GoalRun(None),
+                                 lambda *_: None)
+    assert first.stopped and first.message == PREEMPTED
+    assert second.ok
+    names = [c[0] for c in sim.commands]
+    assert all(n == [*ROBOT.joint_names, "gripper"] for n in names), "a hold was sent"
+    q = np.array([c[1][:7] for c in sim.commands])
+    assert coasted > 0  # commands kept coming while the next goal was on its way
+    assert np.all(np.diff(q[:, 0]) >= -1e-12)  # joint 1 only ever moves forward
+    np.testing.assert_allclose(q[:, 1:], np.tile(q0[1:], (len(q), 1)))
+    assert q[-1, 0] == pytest.approx(base[0] + 0.05)
+
+
+def test_a_hold_ends_a_preempted_trajectorys_motion_at_once() -> None:
+    """A halt between a preemption and the next goal: the arm stops where it was sent."""
+    sim, backend = _rig()
+    run = GoalRun(None)
+    with sim.running_thread():
+        threading.Timer(0.1, run.halt, args=(PREEMPTED,)).start()
+        backend.execute(_ramp(0.2, 1.0, sim.q.copy(), n=20), run, lambda *_: None)
+        backend.hold()
+        n = len(sim.commands)
+        time.sleep(0.05)
+        assert len(sim.commands) == n

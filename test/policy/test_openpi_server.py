@@ -129,9 +129,11 @@ def test_our_client_against_openpis_server(server_for) -> None:
 
 def _policy_run(preset: str, port: int, max_steps: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    # the synchronous loop (commands.md §8: --chunk-threshold 0): each request sees the arm
+    # after the whole of the last chunk's motion, which the checks below count on
     cmd = [sys.executable, "-m", "mango.cli.main", "policy", "run", "--backend", "openpi",
            "--preset", preset, "--port", str(port), "--scene", SCENE,
-           "--max-steps", str(max_steps), "--json", "--verbose"]
+           "--max-steps", str(max_steps), "--chunk-threshold", "0", "--json", "--verbose"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
     # the nodes' output (--verbose, on stderr) says why when a run cannot start: CI once had
     # sim_node's reset unanswered for 120 s, and only the client's side of it to go on

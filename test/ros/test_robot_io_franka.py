@@ -5,7 +5,9 @@ control_msgs and franka_msgs exist only on a system ROS 2, so this builds test-o
 franka gripper's Move/Grasp/Homing) with the venv's rosidl tooling, once, into
 build/test_interfaces/<hash of the definitions>. The fakes act as the robot: the trajectory
 server moves the published joint states along the received points, and can fail the way
-the joint trajectory controller does.
+the joint trajectory controller does; a new trajectory goal replaces the one being followed,
+as the controller does (ros2_controllers joint_trajectory_controller: a new goal preempts the
+active one, its trajectory taking over from the current state).
 """
 
 from __future__ import annotations
@@ -117,6 +119,8 @@ class FakeFranka:
     goals: list[Any] = field(default_factory=list)
     gripper_goals: list[tuple[str, Any]] = field(default_factory=list)
     cancels: int = 0
+    replaced: int = 0
+    following: Any = None  # the goal being followed
 
     def start(self) -> None:
         from control_msgs.action import FollowJointTrajectory
@@ -149,10 +153,20 @@ class FakeFranka:
         return CancelResponse.ACCEPT
 
     def _fjt(self, gh: Any) -> Any:
+        try:
+            return self._follow(gh)
+        finally:
+            if self.following is gh:
+                self.following = None
+
+    def _follow(self, gh: Any) -> Any:
         from control_msgs.action import FollowJointTrajectory
 
         goal = gh.request
         self.goals.append(goal)
+        if self.following is not None:
+            self.replaced += 1
+        self.following = gh
         result = FollowJointTrajectory.Result()
         order = [list(goal.trajectory.joint_names).index(j) for j in JOINTS]
         t0 = time.monotonic()
@@ -161,6 +175,9 @@ class FakeFranka:
             while time.monotonic() - t0 < t or self.mode == "hang":
                 if gh.is_cancel_requested:
                     gh.canceled()  # the JTC holds position
+                    return result
+                if self.following is not gh:  # replaced by a newer goal
+                    gh.abort()
                     return result
                 time.sleep(0.002)
             self.q = np.asarray(pt.positions)[order]
@@ -359,6 +376,28 @@ def test_cancel_cancels_the_controller_goal(rig: tuple) -> None:
     fake.mode = "ok"
     assert res.status == ExecuteChunk.Result.STATUS_CANCELLED
     wait_for(lambda: fake.cancels > before, 5, "the controller goal cancelled")
+
+
+def test_a_chunk_replacing_the_running_one_extends_the_trajectory_without_a_stop(
+        rig: tuple) -> None:
+    """An asynchronous policy run sends the merged tail of its queue while the last chunk
+    runs: the controller's goal is replaced by the new trajectory, never cancelled (which
+    would hold the arm), and the new chunk ends where it says."""
+    fake, client, _ = rig
+    fake.mode = "ok"
+    fake.goals.clear()
+    before, replaced = fake.cancels, fake.replaced
+    q0 = fake.q.copy()
+    first = client.send_goal_async(_goal(fake, [0.005 * k for k in range(1, 31)]))
+    wait_for(first.done, 10, "acceptance")
+    wait_for(lambda: fake.q[0] > q0[0] + 0.004, 10, "motion")
+    second = _run(client, _goal(fake, [0.01, 0.02, 0.03]))
+    assert second.status == ExecuteChunk.Result.STATUS_SUCCEEDED, second.message
+    old = first.result().get_result_async()
+    wait_for(old.done, 10, "the first chunk's result")
+    assert old.result().result.status == ExecuteChunk.Result.STATUS_PREEMPTED
+    assert len(fake.goals) == 2 and fake.replaced == replaced + 1
+    assert fake.cancels == before, "the first trajectory was cancelled: the arm stopped"
 
 
 def test_invalid_goal_never_reaches_the_controller(rig: tuple) -> None:

@@ -1,6 +1,9 @@
 """vla_node with the openpi backend against a loopback server speaking the openpi protocol:
 observations come from the live sim (cameras, joint states), chunks run through the control
-node, max_steps and steps_per_chunk are honoured, and a cancel stops the chunk in flight."""
+node, max_steps and steps_per_chunk are honoured, and a cancel stops the chunk in flight —
+in the synchronous loop (`chunk_threshold:=0`) and, on a second vla_node beside it, the
+asynchronous one (the next observation sent while the chunk runs, its answer merged into the
+queue; `~/diagnostics` and the RunPolicy feedback say so)."""
 
 from __future__ import annotations
 
@@ -13,11 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 from support.ros import Processes, wait_for
 from websockets.sync.server import ServerConnection, serve
 
 from mango.client import ActionTask, Robot, TaskResult
+from mango.client.robot import RobotNames
 from mango.client.session import spun_node
 from mango.policy import msgpack_numpy
 
@@ -28,6 +33,9 @@ class JointServer:
     def __init__(self, horizon: int, step: float) -> None:
         self.horizon, self.step = horizon, step
         self.observations: list[dict] = []
+        # set by the stack: the asynchronous vla_node's client and its `~/diagnostics`
+        self.async_robot: Robot | None = None
+        self.diagnostics: list[DiagnosticArray] = []
         self.server = serve(self._handler, "127.0.0.1", 0, compression=None, max_size=None)
         self.port = self.server.socket.getsockname()[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -53,10 +61,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
                 "-p", "scene:=libero10_book_caddy", "-p", "camera_rate:=4.0",
                 "-p", "image_width:=96", "-p", "image_height:=96")
     procs.start("control", "mango.nodes.franka_control_node", "-r", f"__ns:={ns}")
-    procs.start("vla", "mango.nodes.vla_node", "-r", f"__ns:={ns}", "-p", "backend:=openpi",
-                "-p", "preset:=joint", "-p", f"port:={server.port}", "-p", "timeout:=10.0",
-                # a loaded machine may take long to start the sim's cameras
-                "-p", "observation_timeout:=60.0")
+    for name, threshold, action in (("vla", 0.0, "run_policy"),
+                                    ("vla_async", 0.5, "run_policy_async")):
+        procs.start(name, "mango.nodes.vla_node", "-r", f"__ns:={ns}", "-r", f"__node:={name}",
+                    "-r", f"run_policy:={action}", "-p", "backend:=openpi",
+                    "-p", "preset:=joint", "-p", f"port:={server.port}", "-p", "timeout:=10.0",
+                    "-p", f"chunk_threshold:={threshold}",
+                    # a loaded machine may take long to start the sim's cameras
+                    "-p", "observation_timeout:=60.0")
     with spun_node("test", threads=3) as node:
         commands: list[float] = []
         states: list[np.ndarray] = []
@@ -64,13 +76,20 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
             m.header.stamp.sec + m.header.stamp.nanosec * 1e-9), 100)
         node.create_subscription(JointState, f"{ns}/joint_states",
                                  lambda m: states.append(np.asarray(m.position[:7])), 10)
+        diagnostics: list[DiagnosticArray] = []
+        node.create_subscription(DiagnosticArray, f"{ns}/vla_async/diagnostics",
+                                 diagnostics.append, 100)
         robot = Robot(node, ns)
+        robot_async = Robot(node, ns, names=RobotNames(run_policy="run_policy_async"))
         try:
             try:
                 robot.wait_for_servers("run_policy", timeout=60)
+                robot_async.wait_for_servers("run_policy", timeout=60)
             except TimeoutError as exc:
-                raise AssertionError(f"{exc}\n{procs.log('vla')}") from None
+                raise AssertionError(f"{exc}\n{procs.log('vla')}\n{procs.log('vla_async')}"
+                                     ) from None
             wait_for(lambda: states, 60, "the sim's joint states")  # the sim builds its scene
+            server.async_robot, server.diagnostics = robot_async, diagnostics
             yield server, robot, commands, states, procs
         finally:
             procs.stop_all()
@@ -101,6 +120,34 @@ def test_run_policy_executes_the_first_steps_of_each_chunk(stack: tuple) -> None
     # tracking lag (which a loaded machine makes large, so the lower bound only says "moved")
     firsts = [o["observation/state"][0] for o in server.observations]
     assert all(0.005 < d <= 0.045 for d in np.diff(firsts)), firsts
+
+
+def test_an_asynchronous_run_asks_for_the_next_chunk_while_the_arm_moves(
+        stack: tuple) -> None:
+    server, _, _, _, procs = stack
+    server.observations.clear()
+    server.diagnostics.clear()
+    feedback: list = []
+    assert server.async_robot is not None
+    task = server.async_robot.start_policy("move joint one", max_steps=50,
+                                           feedback=feedback.append)
+    out = task.result(90)
+    assert out.result is TaskResult.MAX_STEPS, (out.message, procs.log("vla_async"))
+    assert out.response.steps_executed == 50
+    chunks = out.response.chunks_requested
+    assert chunks >= 2 and len(server.observations) == chunks
+    wait_for(lambda: len(server.diagnostics) >= chunks, 10, "one diagnostics message a chunk")
+    values = [{kv.key: kv.value for kv in d.status[0].values} for d in server.diagnostics]
+    assert [int(v["chunk"]) for v in values] == list(range(1, chunks + 1))
+    assert values[0]["obs_step"] == "0" and values[0]["aggregate"] == "weighted_average"
+    # the second observation went out once half of the 30-action chunk was left, before it
+    # ran out: its answer overlapped the queue and was merged into it
+    second = values[1]
+    assert 15 <= int(second["obs_step"]) < 30, second
+    assert int(second["merged"]) + int(second["stale"]) > 0, second
+    assert all(int(v["clipped"]) == 0 for v in values), values  # 0.01 rad a step: within
+    assert feedback and max(f.queue_depth for f in feedback) >= 15
+    assert all(f.actions_clipped == 0 and not f.clip_warning for f in feedback)
 
 
 def test_cancel_stops_the_chunk_in_flight(stack: tuple) -> None:

@@ -123,10 +123,11 @@ class FakeFrankaTransport:
 
     `mode`: ok | path_error | reject | hang | absent | instant; the arm walks the received
     points on time (or, instant, jumps to the last) and publishes joint states into
-    `reader`. The gripper holds an object `object_width` m wide between its fingers (None:
-    nothing): a grasp stops on it if it lies between the fingers and the commanded width,
-    and succeeds as libfranka's does (include/franka/gripper.h: the distance d between the
-    fingers satisfies width - epsilon_inner < d < width + epsilon_outer)."""
+    `reader`; a new goal replaces the one being followed, as the joint trajectory controller
+    does (`replaced` counts them). The gripper holds an object `object_width` m wide between
+    its fingers (None: nothing): a grasp stops on it if it lies between the fingers and the
+    commanded width, and succeeds as libfranka's does (include/franka/gripper.h: the distance
+    d between the fingers satisfies width - epsilon_inner < d < width + epsilon_outer)."""
 
     robot: RobotConfig
     reader: JointStateReader
@@ -136,9 +137,11 @@ class FakeFrankaTransport:
     goals: list[TrajectoryGoal] = field(default_factory=list)
     gripper_goals: list[GripperCommand] = field(default_factory=list)
     cancels: int = 0
+    replaced: int = 0
 
     def __post_init__(self) -> None:
         self.q = np.asarray(self.robot.home, float)
+        self._following: object = None
         self.publish()
 
     def publish(self) -> None:
@@ -159,10 +162,23 @@ class FakeFrankaTransport:
             self.cancels += 1
             cancelled.set()
 
-        threading.Thread(target=self._follow, args=(goal, result, cancelled), daemon=True).start()
+        if self._following is not None:
+            self.replaced += 1
+        token = self._following = object()
+        threading.Thread(target=self._follow, args=(goal, result, cancelled, token),
+                         daemon=True).start()
         return Done(_Goal(True, result, cancel))
 
-    def _follow(self, goal: TrajectoryGoal, result: Later, cancelled: threading.Event) -> None:
+    def _follow(self, goal: TrajectoryGoal, result: Later, cancelled: threading.Event,
+                token: object) -> None:
+        try:
+            self._walk(goal, result, cancelled, token)
+        finally:
+            if self._following is token:
+                self._following = None
+
+    def _walk(self, goal: TrajectoryGoal, result: Later, cancelled: threading.Event,
+              token: object) -> None:
         if self.mode == "instant":  # a controller that reports done at once
             self.q = np.asarray(goal.points[-1].positions, float)
             self.publish()
@@ -173,6 +189,9 @@ class FakeFrankaTransport:
             while time.monotonic() - t0 < p.sec + p.nanosec * 1e-9 or self.mode == "hang":
                 if cancelled.wait(0.002):
                     result.set(ArmResult(0, ""))  # the controller holds position
+                    return
+                if self._following is not token:  # replaced: the new goal moves the arm
+                    result.set(ArmResult(0, ""))
                     return
             self.q = np.asarray(p.positions, float)
             self.publish()

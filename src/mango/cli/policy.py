@@ -58,6 +58,14 @@ def run(
     attach: Annotated[bool, typer.Option(
         "--attach", help="Run on the stack `mango bringup sim` left running, not a new one.")
                       ] = False,
+    chunk_threshold: Annotated[float | None, typer.Option(
+        "--chunk-threshold", min=0.0, max=1.0,
+        help="Send the next observation when the unexecuted part of the current chunk falls "
+        "to this fraction of its length (0 = synchronous: observe, infer, execute; default "
+        "0.5, asynchronous).")] = None,
+    aggregate: Annotated[str | None, typer.Option(
+        help="How overlapping chunks merge: weighted_average (default) | latest_only | "
+        "average | conservative.")] = None,
     max_steps: Annotated[int | None, typer.Option(
         "--max-steps", min=1, max=1_000_000, help="Stop the policy after this many actions "
         "(default: the scene's horizon at 15 Hz).")] = None,
@@ -75,8 +83,13 @@ def run(
     err = Console(stderr=True)
     out = node_output(err) if verbose else None
     options = {"preset": preset, "host": host, "port": port, "url": url,
-               "checkpoint": checkpoint}
+               "checkpoint": checkpoint, "chunk_threshold": chunk_threshold,
+               "aggregate": aggregate}
     try:
+        if aggregate is not None:
+            from mango.policy.action_queue import aggregator
+
+            aggregator(aggregate)
         if scene is None and not attach:
             raise InputError("give --scene (or --attach to a running `mango bringup sim`)",
                              field="scene")

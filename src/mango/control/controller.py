@@ -107,6 +107,8 @@ class ArmController:
     def _chunk(self, run: GoalRun, goal: ChunkGoal, on_point: PointFeedback,
                on_start: Callable[[str], None]) -> ChunkResult:
         if run.stop.is_set():
+            if run.stop_status is not GoalStatus.PREEMPTED:
+                self.backend.hold()  # a halt may find a preempted goal's motion still going
             return ChunkResult(run.stop_status, run.reason)
         m = self.wait_measured()
         if m is None:

@@ -1,16 +1,27 @@
 """VLA node: runs a policy in closed loop through the control node.
 
 Action `run_policy` (RunPolicy): assemble the observation (latest front and wrist images,
-joint state, gripper width; the world state for the expert), query the backend, execute the
-first `steps_per_chunk` actions of the chunk through `execute_chunk` (ExecuteChunk), repeat
-until the policy is done, `max_steps` actions ran, or the goal is cancelled (which cancels the
-chunk in flight). A goal with `continue_episode` goes on in the same episode (the policy's
+joint state, gripper width; the world state for the expert), query the backend, queue the
+first `steps_per_chunk` actions of the chunk (`policy.action_queue`) and play the queue
+through `execute_chunk` (ExecuteChunk), until the policy is done, `max_steps` actions ran, or
+the goal is cancelled (which cancels the chunk in flight). With `chunk_threshold` F > 0 the
+run is asynchronous: the next observation is taken and sent on its own thread once the
+unexecuted queue falls to F of a chunk, while the arm goes on; its answer is aligned by the
+observation's timestep, merged by `aggregate` (weighted_average | latest_only | average |
+conservative) and sent as one goal for the whole queue, replacing the running one. F = 0 is
+the synchronous loop (observe, infer, execute, repeat), and the only one for a backend whose
+chunks are steps of its own plan (the expert: `BackendEntry.plays_chunks_whole`). Every
+queued action is clipped to the robot's joint limits; per-chunk inference time, queue depth,
+idle time and clipping go to the RunPolicy feedback and to `~/diagnostics`
+(diagnostic_msgs/DiagnosticArray).
+A goal with `continue_episode` goes on in the same episode (the policy's
 `new_episode=False`: the expert keeps its milestones and a fault that already struck), as an
 orchestrator's next subgoal does. Parameters: `backend` (expert|openpi|openvla|lerobot),
 `preset` (default: the backend's), backend options (`scene`, `fault`, `host`, `port`, `url`,
 `unnorm_key`, `checkpoint`, `device`, `timeout`, `libero_problem` — a LIBERO preset's world:
 the BDDL problem class, default the scene's), `robot` (kinematics for end-effector presets),
-`policy_rate` (Hz, 0 = the preset's), `execute_chunk_action`, `joint_states_topic`,
+`policy_rate` (Hz, 0 = the preset's), `chunk_threshold`, `aggregate`,
+`execute_chunk_action`, `joint_states_topic`,
 `world_state_topic`, `front_image_topic`, `wrist_image_topic`, `observation_timeout`.
 """
 
@@ -22,6 +33,7 @@ import time
 from typing import Any
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from pydantic import ValidationError
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -32,9 +44,11 @@ from sensor_msgs.msg import Image, JointState
 from mango.bags.world_state_cdr import decode_world_state
 from mango.control import chunk_to_trajectory, load_robot
 from mango.errors import InputError, from_validation_error
-from mango.nodes.actions import ActionClient, action_server, wait_for_chunk
+from mango.nodes.actions import SERVER_LOST_AFTER, ActionClient, action_server
 from mango.nodes.common import Param, declare_parameters, positive, rate_param, run_node
 from mango.policy import Observation, PolicyConfig, PolicyError, make_policy
+from mango.policy.action_queue import AGGREGATORS, ActionLimits, ActionQueue, MergeReport
+from mango.policy.base import PolicyStep
 from mango.policy.kinematics import make_kinematics
 from mango.ros.images import image_to_numpy
 from mango.ros.trajectory_msg import chunk_goal
@@ -44,6 +58,8 @@ from mango_ros.msg import WorldState as WorldStateMsg
 FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
 _CONFIG_PARAMS = ("backend", "preset", "scene", "fault", "host", "port", "url", "unnorm_key",
                   "checkpoint", "device", "timeout", "libero_problem")
+POLL = 0.002  # s between looks at the chunk in flight and the policy's answer
+ACCEPT_TIMEOUT = 10.0  # s the control node may take to accept a chunk goal
 
 
 class VlaNode(Node):
@@ -61,6 +77,9 @@ class VlaNode(Node):
             "front_image_topic": "camera/front/image_raw",
             "wrist_image_topic": "camera/wrist/image_raw",
             "observation_timeout": positive(10.0),
+            "chunk_threshold": Param(0.5, lambda v: 0.0 <= v <= 1.0, "between 0 and 1"),
+            "aggregate": Param("weighted_average", lambda v: v in AGGREGATORS,
+                               f"one of {', '.join(AGGREGATORS)}"),
         })
         # ROS parameters cannot be None: an empty string means "not set"
         try:
@@ -74,6 +93,12 @@ class VlaNode(Node):
             raise InputError(str(exc), field="backend") from None
         self.rate = float(p["policy_rate"]) or self.policy.preset.rate_hz
         self.obs_timeout = float(p["observation_timeout"])
+        self.policy_timeout = float(p["timeout"])
+        self.threshold = float(p["chunk_threshold"])
+        if self.policy.plays_chunks_whole:  # the expert moves on in its plan at every query
+            self.threshold = 0.0
+        self.merge_rule = AGGREGATORS[p["aggregate"]]
+        self.diagnostics = self.create_publisher(DiagnosticArray, "~/diagnostics", 10)
         self.needs_world = self.policy.needs_world_state
         self.cameras = [] if self.needs_world else self.policy.preset.cameras()
 
@@ -98,8 +123,12 @@ class VlaNode(Node):
         action_server(self, RunPolicy, "run_policy", execute_callback=self._execute,
                      goal_callback=self._on_goal,
                      cancel_callback=lambda _g: CancelResponse.ACCEPT, callback_group=group)
+        mode = (f"asynchronous (threshold {self.threshold:g}, {self.merge_rule.name})"
+                if self.threshold > 0 else "synchronous" + (
+                    " (its chunks are steps of its own plan)"
+                    if self.policy.plays_chunks_whole else ""))
         self.get_logger().info(f"backend {cfg.backend}, preset {self.policy.preset.name}, "
-                               f"{self.rate:g} Hz")
+                               f"{self.rate:g} Hz, {mode}")
 
     def _on_joints(self, msg: JointState) -> None:
         if set(self.robot.joint_names) <= set(msg.name):
@@ -129,17 +158,19 @@ class VlaNode(Node):
             time.sleep(0.01)
         js = self._joints
         assert js is not None
-        names = list(js.name)
-        pos = np.asarray(js.position, float)
-        q = self._arm_q(js)
-        fingers = [names.index(f) for f in FINGERS if f in names]
-        width = float(pos[fingers].sum()) if len(fingers) == 2 else self.robot.gripper_max_width
+        q, width = self._arm_q(js), self._width(js)
         world = decode_world_state(self._world) if self.needs_world and self._world else None
         images = {c: np.asarray(image_to_numpy(self._images[c]))[..., :3]
                   for c in self.cameras}
         return Observation(images=images, joint_positions=q, gripper_width=width,
                            instruction=instruction, world_state=world,
                            t=world.t if world is not None else time.time())
+
+    def _width(self, js: JointState) -> float:
+        names = list(js.name)
+        fingers = [names.index(f) for f in FINGERS if f in names]
+        return float(np.asarray(js.position, float)[fingers].sum()) if len(fingers) == 2 \
+            else self.robot.gripper_max_width
 
     def _arm_q(self, js: JointState) -> np.ndarray:
         names = list(js.name)
@@ -151,12 +182,6 @@ class VlaNode(Node):
         return chunk_goal(chunk_to_trajectory(chunk, self.rate, self.robot.joint_names, start_q,
                                               self.robot.vmax))
 
-    def _wait(self, future: Any, gh: Any, inflight: Any = None,
-              timeout: float = 120.0) -> str | None:
-        """`wait_for_chunk` (nodes/actions.py): None once done, else why not."""
-        return wait_for_chunk(self, self.chunk_client, future, gh, inflight, timeout,
-                              poll=0.002)
-
     def _execute(self, gh: Any) -> RunPolicy.Result:
         with self._busy:
             return self._run(gh)
@@ -164,9 +189,18 @@ class VlaNode(Node):
     def _run(self, gh: Any) -> RunPolicy.Result:
         goal = gh.request
         result = RunPolicy.Result()
-        steps = chunks = 0
+        queue = ActionQueue(ActionLimits.for_robot(self.robot, self.rate), self.merge_rule,
+                            self.threshold)
+        stream = _ChunkStream(self, self.chunk_client)
+        asking: _Inference | None = None
+        chunks = 0
+        report: MergeReport | None = None
+        latency = 0.0
 
         def finish(status: int, message: str) -> RunPolicy.Result:
+            if asking is not None:  # the next goal must not reset the policy under it
+                asking.wait(self.obs_timeout + self.policy_timeout)
+            steps = queue.executed
             result.status, result.message = status, message
             result.steps_executed, result.chunks_requested = steps, chunks
             result.info_json = json.dumps(self.policy.info())
@@ -176,8 +210,18 @@ class VlaNode(Node):
                 gh.canceled()
             else:
                 gh.abort()
-            self.get_logger().info(f"run_policy: {message} ({steps} steps, {chunks} chunks)")
+            self.get_logger().info(
+                f"run_policy: {message} ({steps} steps, {chunks} chunks, idle "
+                f"{queue.idle_total:.2f} s, {queue.clipped_total} actions clipped)")
             return result
+
+        def feedback() -> None:
+            gh.publish_feedback(RunPolicy.Feedback(
+                steps_executed=queue.executed, chunks_requested=chunks,
+                last_inference_latency=latency, queue_depth=queue.depth,
+                idle_time=queue.idle_total, actions_clipped=queue.clipped_total,
+                clip_warning=bool(report and report.clip_warning),
+                late_answer=bool(report and report.late)))
 
         max_steps = goal.max_steps or 10**9
         if not self.chunk_client.wait_for_server(timeout_sec=self.obs_timeout):
@@ -186,50 +230,181 @@ class VlaNode(Node):
             self.policy.reset(goal.instruction, new_episode=not goal.continue_episode)
         except (PolicyError, InputError) as exc:
             return finish(result.STATUS_FAILED, f"policy: {exc}")
-        while steps < max_steps:
+        while True:
+            now = time.monotonic()
             if gh.is_cancel_requested:
-                return finish(result.STATUS_CANCELLED, "cancelled")
-            try:
-                obs = self._observation(goal.instruction)
-                step = self.policy.act(obs)
-            except (PolicyError, InputError) as exc:
-                return finish(result.STATUS_FAILED, f"policy: {exc}")
-            chunks += 1
-            n = min(goal.steps_per_chunk or len(step.chunk), len(step.chunk), max_steps - steps)
-            sent = self.chunk_client.send_goal_async(
-                # Timed from where the arm is now, not where it was when observed: the
-                # controller checks the first point's speed from its measured position, and a
-                # slow policy (or machine) leaves the arm time to drift in between.
-                self._chunk_goal(step.chunk[:n], self._arm_q(self._joints)))
-            why = self._wait(sent, gh, timeout=self.obs_timeout)
+                stream.cancel()
+                return finish(result.STATUS_CANCELLED, "cancelled during a chunk"
+                              if stream.active else "cancelled")
+            ran = queue.executed
+            why = stream.poll(queue, now)
             if why is not None:
-                return finish(result.STATUS_FAILED, f"execute_chunk did not answer: {why}")
-            chunk_gh = sent.result()
-            if not chunk_gh.accepted:
-                return finish(result.STATUS_FAILED, "execute_chunk refused the goal")
-            res_future = chunk_gh.get_result_async()
-            why = self._wait(res_future, gh, chunk_gh, timeout=n / self.rate + 60.0)
-            if why is not None:
-                return finish(result.STATUS_FAILED, f"execute_chunk did not finish: {why}")
-            res = res_future.result().result
-            steps += res.points_executed
-            gh.publish_feedback(RunPolicy.Feedback(steps_executed=steps, chunks_requested=chunks,
-                                                   last_inference_latency=step.latency))
-            if res.status == res.STATUS_CANCELLED and gh.is_cancel_requested:
-                return finish(result.STATUS_CANCELLED, "cancelled during a chunk")
-            if res.status != res.STATUS_SUCCEEDED:
-                names = {res.STATUS_CANCELLED: "cancelled", res.STATUS_PREEMPTED: "preempted",
-                         res.STATUS_REJECTED: "rejected", res.STATUS_FAILED: "failed"}
-                return finish(result.STATUS_FAILED,
-                              f"chunk {chunks} {names.get(res.status, res.status)}: "
-                              f"{res.message}")
-            if self.policy.done:
-                return finish(result.STATUS_SUCCEEDED, "the policy finished the task")
-        return finish(result.STATUS_MAX_STEPS, f"reached max_steps ({goal.max_steps})")
+                return finish(result.STATUS_FAILED, why)
+            if queue.executed != ran and not stream.active:
+                feedback()
+            if asking is not None and asking.ready:
+                if asking.error is not None:
+                    return finish(result.STATUS_FAILED, f"policy: {asking.error}")
+                assert asking.step is not None
+                chunks += 1
+                latency = asking.step.latency
+                rows = min(goal.steps_per_chunk or len(asking.step.chunk),
+                           max_steps - asking.obs_step)
+                report = queue.add_chunk(asking.step.chunk[:rows], asking.obs_step,
+                                         self._state(), now)
+                asking = None
+                self._diagnose(chunks, latency, report, queue)
+                if report.kept:  # one goal for the whole queue: it replaces the running one
+                    stream.send(self._chunk_goal(queue.pending(), self._arm_q(self._joints)),
+                                queue.executed, queue.depth)
+                feedback()
+            finished = chunks > 0 and self.policy.done
+            if (asking is None and not finished and queue.executed + queue.depth < max_steps
+                    and queue.should_request() and (self.threshold > 0 or not stream.active)):
+                asking = _Inference(self, goal.instruction, queue.executed)
+            if asking is None and not stream.active and queue.depth == 0:
+                if finished:
+                    return finish(result.STATUS_SUCCEEDED, "the policy finished the task")
+                if queue.executed >= max_steps:
+                    return finish(result.STATUS_MAX_STEPS,
+                                  f"reached max_steps ({goal.max_steps})")
+            time.sleep(POLL)
+
+    def _state(self) -> np.ndarray:
+        """Joints and gripper width now (8-D): where the first chunk's guards start from."""
+        js = self._joints
+        assert js is not None
+        return np.concatenate([self._arm_q(js), [self._width(js)]])
+
+    def _diagnose(self, chunk: int, latency: float, report: MergeReport,
+                  queue: ActionQueue) -> None:
+        """Say what an answer did: a warning for heavy clipping or a late answer (the arm
+        held), and one `~/diagnostics` message per chunk."""
+        warn = report.clip_warning or (report.late and self.threshold > 0)
+        if warn:
+            self.get_logger().warning(report.describe())
+        status = DiagnosticStatus(
+            level=DiagnosticStatus.WARN if warn else DiagnosticStatus.OK,
+            name=f"{self.get_name()}: action queue", message=report.describe(),
+            values=[KeyValue(key=k, value=str(v)) for k, v in (
+                ("chunk", chunk), ("obs_step", report.obs_step),
+                ("inference_time", f"{latency:.4f}"), ("queue_depth", queue.depth),
+                ("executed", queue.executed), ("stale", report.stale),
+                ("merged", report.merged), ("clipped", report.clipped),
+                ("clip_warning", report.clip_warning), ("late", report.late),
+                ("idle", f"{report.idle:.4f}"), ("idle_total", f"{queue.idle_total:.4f}"),
+                ("aggregate", self.merge_rule.name), ("chunk_threshold", self.threshold))])
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.diagnostics.publish(msg)
 
     def destroy_node(self) -> None:
         self.policy.close()
         super().destroy_node()
+
+
+class _Inference:
+    """One observation -> chunk query on its own thread: the arm keeps moving meanwhile."""
+
+    def __init__(self, node: VlaNode, instruction: str, obs_step: int) -> None:
+        self.obs_step = obs_step  # actions executed when the observation was taken
+        self.step: PolicyStep | None = None
+        self.error: str | None = None
+        self._done = threading.Event()
+        threading.Thread(target=self._work, args=(node, instruction), daemon=True).start()
+
+    def _work(self, node: VlaNode, instruction: str) -> None:
+        try:
+            self.step = node.policy.act(node._observation(instruction))
+        except (PolicyError, InputError) as exc:
+            self.error = str(exc)
+        except Exception as exc:  # a backend's bug ends the run with its name, not silently
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._done.set()
+
+    @property
+    def ready(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float) -> None:
+        self._done.wait(timeout)
+
+
+class _ChunkStream:
+    """The one ExecuteChunk goal playing the queue; a newer one replaces it (the control node
+    preempts the running goal) and only the newest goal's feedback counts."""
+
+    def __init__(self, node: Node, client: ActionClient) -> None:
+        self.node, self.client = node, client
+        self._sent: Any = None
+        self._handle: Any = None
+        self._result: Any = None
+        self._token = object()
+        self._base = self._n = self._reached = 0
+        self._since = 0.0
+        self._lost_since: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self._sent is not None
+
+    def send(self, goal: ExecuteChunk.Goal, base: int, n: int) -> None:
+        """Play `goal`, whose first point is the action of timestep `base`."""
+        token = self._token = object()
+        self._sent = self.client.send_goal_async(
+            goal, feedback_callback=lambda fb, t=token: self._on_feedback(t, fb))
+        self._handle = self._result = None
+        self._base, self._n, self._reached = base, n, 0
+        self._since = time.monotonic()
+
+    def _on_feedback(self, token: object, fb: Any) -> None:
+        if token is self._token:
+            self._reached = max(self._reached, int(fb.feedback.point_index) + 1)
+
+    def cancel(self) -> None:
+        if self._sent is None:
+            return
+        if self._handle is None:
+            deadline = time.monotonic() + 1.0
+            while not self._sent.done() and time.monotonic() < deadline:
+                time.sleep(POLL)
+            self._handle = self._sent.result() if self._sent.done() else None
+        if self._handle is not None and self._handle.accepted:
+            self._handle.cancel_goal_async()
+
+    def poll(self, queue: ActionQueue, now: float) -> str | None:
+        """Advance `queue` by what the goal executed; why the run must end, or None."""
+        if self._sent is None:
+            return None
+        if not self.node.context.ok():
+            return f"the {self.node.get_name()} is shutting down"
+        if self.client.server_is_ready():
+            self._lost_since = None
+        elif self._lost_since is None:
+            self._lost_since = now
+        elif now - self._lost_since > SERVER_LOST_AFTER:
+            return "execute_chunk did not finish: the execute_chunk server went away " \
+                   "(control node stopped?)"
+        if self._handle is None:
+            if not self._sent.done():
+                return None if now - self._since < ACCEPT_TIMEOUT else \
+                    f"execute_chunk did not answer within {ACCEPT_TIMEOUT:g} s"
+            self._handle = self._sent.result()
+            if not self._handle.accepted:
+                return "execute_chunk refused the goal"
+            self._result = self._handle.get_result_async()
+        queue.advance(self._base + self._reached, now)
+        if not self._result.done():
+            return None
+        res = self._result.result().result
+        queue.advance(self._base + res.points_executed, now)
+        self._sent = None
+        if res.status == res.STATUS_SUCCEEDED:
+            return None
+        names = {res.STATUS_CANCELLED: "cancelled", res.STATUS_PREEMPTED: "preempted",
+                 res.STATUS_REJECTED: "rejected", res.STATUS_FAILED: "failed"}
+        return f"chunk {names.get(res.status, res.status)}: {res.message}"
 
 
 def main(args: list[str] | None = None) -> None:

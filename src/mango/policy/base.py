@@ -53,11 +53,13 @@ class Policy:
     """A backend plus its family conversion: what the vla_node and the CLI call."""
 
     def __init__(self, backend: PolicyBackend, kinematics: Kinematics | None = None,
-                 needs_world_state: bool = False) -> None:
+                 needs_world_state: bool = False, plays_chunks_whole: bool = False) -> None:
         self.backend = backend
         self.kinematics = kinematics
         # reads `Observation.world_state`, not camera images (see `registry.BackendEntry`)
         self.needs_world_state = needs_world_state
+        # each chunk is a step of its own plan: never queried asynchronously (same place)
+        self.plays_chunks_whole = plays_chunks_whole
 
     @property
     def preset(self) -> ObservationPreset:

@@ -50,10 +50,15 @@ class BackendEntry:
     # vla_node subscribes to the world state and to no camera, a sim stack renders none.
     reads_world_state: bool = False
     injects_faults: bool = False  # takes a `fault` (KIND@WHEN) to inject into its own run
+    # Each chunk is the next step of the backend's own plan, to be played whole before the
+    # next query (the scripted expert moves on in its plan at every query): the vla_node runs
+    # it synchronously whatever its `chunk_threshold`.
+    plays_chunks_whole: bool = False
 
 
 BACKENDS: dict[str, BackendEntry] = {
-    "expert": BackendEntry(_expert, reads_world_state=True, injects_faults=True),
+    "expert": BackendEntry(_expert, reads_world_state=True, injects_faults=True,
+                           plays_chunks_whole=True),
     "openpi": BackendEntry(_openpi), "openvla": BackendEntry(_openvla),
     "lerobot": BackendEntry(_lerobot),
 }
@@ -73,4 +78,5 @@ def make_backend(cfg: PolicyConfig, kinematics: Kinematics | None = None) -> Pol
 def make_policy(cfg: PolicyConfig, kinematics: Kinematics | None = None) -> Policy:
     entry = backend_entry(cfg.backend)
     return Policy(entry.make(cfg, kinematics), kinematics,
-                  needs_world_state=entry.reads_world_state)
+                  needs_world_state=entry.reads_world_state,
+                  plays_chunks_whole=entry.plays_chunks_whole)

@@ -7,6 +7,13 @@ of stepping its velocity at every point. A gripper width ramp (policies close to
 a few points) is one gripper goal to its end, sent when the ramp starts: the franka gripper
 runs one command at a time, and a ramp's intermediate widths are not object sizes.
 
+A goal preempted by the next one (an asynchronous policy run replacing the tail of its
+queue) leaves its FollowJointTrajectory goal running: the next goal replaces the trajectory
+in the joint trajectory controller, which splices it in from its current state without a
+stop. Only a cancel, a halt or a failure cancels the controller's goal (it then holds), and
+so does a preemption no new trajectory followed within `HANDOVER_WINDOW` (the next goal was
+refused): the arm never plays a replaced queue to its end.
+
 The logic lives here (what goal to send, when to move the gripper, what a result means); the
 node supplies a `FrankaTransport` that turns the plain goals below into action messages, so
 this module needs neither rclpy nor control_msgs/franka_msgs.
@@ -21,7 +28,7 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
-from mango.control.goals import GoalRun, Outcome
+from mango.control.goals import GoalRun, GoalStatus, Outcome
 from mango.control.gripper import (
     GripperCommand,
     GripperKind,
@@ -38,6 +45,7 @@ from mango.control.validation import fit_limits
 T_co = TypeVar("T_co", covariant=True)
 FRESH_STATE_TIMEOUT = 0.5  # s to wait for a joint state newer than a gripper result
 GOAL_TIME_TOLERANCE = (0, 500_000_000)  # (sec, nanosec) the controller may end late
+HANDOVER_WINDOW = 0.5  # s a preempted goal keeps running while the next one is checked
 FJT_CODES = {0: "SUCCESSFUL", -1: "INVALID_GOAL", -2: "INVALID_JOINTS",
              -3: "OLD_HEADER_TIMESTAMP", -4: "PATH_TOLERANCE_VIOLATED",
              -5: "GOAL_TOLERANCE_VIOLATED"}
@@ -149,6 +157,14 @@ class FrankaRos2Backend:
         if gh is not None:
             gh.cancel()
 
+    def _expire(self, gh: SentGoal[ArmResult]) -> None:
+        """Cancel a preempted goal that no new trajectory replaced."""
+        with self._lock:
+            if self._active_arm is not gh:
+                return
+            self._active_arm = None
+        gh.cancel()
+
     @staticmethod
     def _wait(future: Pending[object], run: GoalRun, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -207,7 +223,12 @@ class FrankaRos2Backend:
             if arm_done:
                 break
             if run.stop.wait(self.period):
-                self.hold()
+                if run.stop_status is GoalStatus.PREEMPTED:  # the next goal replaces it
+                    timer = threading.Timer(HANDOVER_WINDOW, self._expire, args=(gh,))
+                    timer.daemon = True
+                    timer.start()
+                else:
+                    self.hold()
                 return Outcome(False, True, run.reason, tracker.done, tracker.max_error)
         with self._lock:
             self._active_arm = None
