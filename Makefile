@@ -16,7 +16,7 @@ REQS       := requirements/ros-runtime.txt requirements/ros-build.txt requiremen
 NODEPS     := requirements/no-deps.txt
 INTERFACES := $(wildcard msg/*.msg srv/*.srv action/*.action) CMakeLists.txt package.xml
 
-.PHONY: setup test lint demo bench docs clean doctor openpi-venv perception-deps browser
+.PHONY: setup test lint demo bench docs clean doctor openpi-venv libero-venv perception-deps browser
 .DEFAULT_GOAL := help
 
 help:
@@ -92,6 +92,22 @@ $(OPENPI_VENV)/.stamp: requirements/openpi-server.txt
 	$(OPENPI_VENV)/bin/python -c "import openpi_server, openpi_client"
 	@touch $@
 
+# LIBERO itself (hf-libero + robosuite 1.4 + MuJoCo 3.3.2 + its meshes) in its own venv, run
+# behind a process boundary (src/mango/sim/libero/): its MuJoCo pin collides with .venv's.
+# --no-deps: requirements/libero.txt pins what LIBERO imports, with a CPU torch. Its
+# config.yaml lives in the venv (LIBERO prompts on stdin without one).
+LIBERO_VENV := .venv-libero
+libero-venv: $(LIBERO_VENV)/.stamp
+
+$(LIBERO_VENV)/.stamp: requirements/libero.txt scripts/libero_setup.py
+	$(PYTHON) -m venv $(LIBERO_VENV)
+	$(LIBERO_VENV)/bin/pip install -q --disable-pip-version-check --no-deps \
+	  -r requirements/libero.txt
+	$(LIBERO_VENV)/bin/python scripts/libero_setup.py $(LIBERO_VENV)/libero-config
+	LIBERO_CONFIG_PATH=$(CURDIR)/$(LIBERO_VENV)/libero-config \
+	  $(LIBERO_VENV)/bin/python -c "import libero.libero.benchmark, robosuite, mujoco"
+	@touch $@
+
 # transformers 5 for the open-vocabulary detectors' tests, beside the venv, not in it: it
 # breaks lerobot 0.4.4's import (requirements/perception-transformers.txt)
 PERCEPTION_DEPS := .deps/transformers
@@ -107,7 +123,7 @@ $(PERCEPTION_DEPS)/.stamp: requirements/perception-transformers.txt
 browser:
 	@bash scripts/ensure_chromium.sh
 
-test: setup openpi-venv perception-deps browser
+test: setup openpi-venv libero-venv perception-deps browser
 	$(ENV) ruff check src test bench scripts
 	$(ENV) python -m pytest -q -n 2 -m "not serial" --durations=25
 	$(ENV) python -m pytest -q -m serial --durations=25
@@ -117,7 +133,7 @@ demo: setup  ## SCENE=, SEED=, FAULT=KIND@WHEN, VIEWS=1
 
 # every bench's tables also go to out/bench/tables.jsonl, collected into bench/results.json
 # (the Benchmarks page: `make docs`)
-bench: setup
+bench: setup libero-venv
 	@mkdir -p out/bench && rm -f out/bench/tables.jsonl
 	$(ENV) export MANGO_BENCH_JSON=$(CURDIR)/out/bench/tables.jsonl && \
 	  for b in bench/bench_*.py; do echo "== $$b"; python "$$b" || exit 1; done
@@ -129,4 +145,4 @@ docs: setup
 	$(ENV) NO_MKDOCS_2_WARNING=1 mkdocs build --strict
 
 clean:
-	rm -rf site build $(VENV) $(OPENPI_VENV) .pytest_cache .ruff_cache .hypothesis .deps
+	rm -rf site build $(VENV) $(OPENPI_VENV) $(LIBERO_VENV) .pytest_cache .ruff_cache .hypothesis .deps

@@ -41,8 +41,8 @@ def joint_state(name: str, u: float, q_open: float = 1.0) -> dict[str, Any]:
 
 def test_the_library_file_carries_every_libero_predicate_with_an_implementation() -> None:
     names = {n for n in LIBERO.predicates if n.startswith("libero_")}
-    assert names == {"libero_in", "libero_on", "libero_open", "libero_close", "libero_turnon",
-                     "libero_turnoff"}
+    assert names == {"libero_in", "libero_on", "libero_up", "libero_open", "libero_close",
+                     "libero_turnon", "libero_turnoff"}
     assert all(LIBERO.get(n).implementation is not None for n in names)
     assert not any(n.startswith("libero_") for n in DEFAULT.predicates)  # optional only
     assert FULL_OPEN["microwave"] == -2.094 and FULL_OPEN["flat_stove"] == 2.1
@@ -158,3 +158,11 @@ def test_a_non_articulated_category_is_an_evaluation_error() -> None:
 
     with pytest.raises(EvaluationError, match="LIBERO articulated category"):
         holds("libero_open(basket_1)", joint_state("basket_1_lid", 1.0))
+
+
+def test_up_is_the_origin_at_1_m() -> None:
+    """base_predicates.Up: `get_geom_state()["pos"][2] >= 1.0` (LIBERO's body origin, world z)."""
+    for z, up in ((0.999, False), (1.0, True), (1.2, True)):
+        state = {"t": 0.0, "objects": {"bowl_1": {"position": [0.0, 0.0, z],
+                                                  "size": [0.1, 0.1, 0.05]}}}
+        assert holds("libero_up(bowl_1)", state) is up

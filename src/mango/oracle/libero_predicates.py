@@ -14,6 +14,7 @@ rate wants LIBERO's rules instead, which these mirror, read from Lifelong-Robot-
 - `libero_in`: `predicates/base_predicates.py` `In` = container touches the object and holds
   its centre; a site's box (`envs/objects/site_object.py` `in_box`: strictly inside its
   extents, the lower z bound lowered by 0.01 m; sites "touch" everything).
+- `libero_up`: `Up(a)` = a's reference point (body origin) at z >= 1.0 m, in the world.
 - `libero_on`: `On(a, b)` = `b.check_ontop(a)`: for a site, `SiteObject.under` (a's centre
   between b's top - 0.005 m and b's top + 0.10 m above b's centre, within b's xy extents) and,
   for a site of an object or fixture, that entity touching a; for an object, b's centre not
@@ -50,6 +51,7 @@ SITE_ON_BELOW = 0.005  # SiteObject.under: total_size[2] - 0.005 < dz
 SITE_ON_ABOVE = 0.10  # ... dz < total_size[2] + other_height (0.10)
 SITE_IN_Z_RELAX = 0.01  # SiteObject.in_box: lb[2] -= 0.01
 OBJECT_ON_XY = 0.03  # ObjectState.check_ontop: xy distance < 0.03
+UP_Z = 1.0  # base_predicates.Up: get_geom_state()["pos"][2] >= 1.0
 
 # `<category>_<n>` then an optional part name without digits (`_top_region`, `_knob`); the
 # lazy category backs off past digits inside it (`chefmate_8_frypan_1`).
@@ -152,6 +154,10 @@ def p_libero_on(v: StateView, a: str, b: str) -> bool:
     return bz <= az and p_incontact(v, b, a) and math.hypot(ax - bx, ay - by) < OBJECT_ON_XY
 
 
+def p_libero_up(v: StateView, a: str) -> bool:
+    return _centre(v, a)[2] >= UP_Z
+
+
 # name -> (implementation, argument names, argument kinds, description)
 LIBERO_IMPLEMENTATIONS = {
     "libero_in": (p_libero_in, ("target_object", "container_object"),
@@ -160,6 +166,8 @@ LIBERO_IMPLEMENTATIONS = {
     "libero_on": (p_libero_on, ("target_object", "support_surface"),
                   (("object",), ("region", "object", "fixture", "surface", "device")),
                   "LIBERO's On: above a site within 0.10 m, or on an object within 3 cm."),
+    "libero_up": (p_libero_up, ("target_object",), (("object",),),
+                  "LIBERO's Up: the object's origin at least 1.0 m above the world floor."),
     "libero_open": (p_libero_open, ("joint_or_fixture",), (("joint", "fixture", "region"),),
                     "LIBERO's Open: any joint past its category's open threshold."),
     "libero_close": (p_libero_close, ("joint_or_fixture",), (("joint", "fixture", "region"),),

@@ -1,0 +1,377 @@
+"""The LIBERO worker: one LIBERO task in its own process, run by `.venv-libero/bin/python`.
+
+LIBERO pins MuJoCo 3.3.2 and the main venv has MuJoCo 4, so LIBERO runs here, behind a
+process boundary, and answers JSON-lines requests on stdin/stdout. This file is standalone on
+purpose: it imports only LIBERO, robosuite, numpy and the standard library (never `mango`).
+`mango.sim.libero.client.LiberoClient` drives it.
+
+Protocol: one JSON object per line each way. A request is `{"op": NAME, ...}`; the answer is
+`{"ok": RESULT}` or `{"error": MESSAGE, "kind": "input" | "runtime"}`. LIBERO prints to
+stdout, so the protocol runs on a private copy of the stdout descriptor and fd 1 goes to
+stderr.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import inspect
+import json
+import os
+import signal
+import sys
+import traceback
+from typing import Any
+
+SUITES = ("libero_10", "libero_goal", "libero_spatial", "libero_object", "libero_90")
+LEFT_FINGER = "robot_left_finger"
+RIGHT_FINGER = "robot_right_finger"
+GRIPPER = "robot_gripper"
+
+
+class RequestError(Exception):
+    """A request the caller got wrong (unknown task, bad action): reported as kind `input`."""
+
+
+def _die_with_parent() -> None:
+    # Linux: SIGTERM when the parent dies, so a crashed driver never leaves a LIBERO behind.
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+    if os.getppid() == 1:
+        sys.exit(0)
+
+
+class Worker:
+    """One open LIBERO task (or none) and the requests on it."""
+
+    def __init__(self) -> None:
+        self.env: Any = None
+        self.suite: Any = None
+        self.task_index = -1
+        self.last_gripper = -1.0
+        self.geom_owner: dict[int, str] = {}
+        self.body_geoms: dict[str, list[int]] = {}
+
+    # --------------------------------------------------------------------------- tasks
+
+    def op_tasks(self, suite: str) -> list[dict[str, Any]]:
+        bench = self._suite(suite)
+        return [
+            {"index": i, "name": t.name, "stem": os.path.splitext(t.bddl_file)[0],
+             "language": t.language}
+            for i, t in enumerate(bench.tasks)
+        ]
+
+    def _suite(self, suite: str) -> Any:
+        from libero.libero import benchmark
+
+        if suite not in SUITES:
+            raise RequestError(f"unknown LIBERO suite '{suite}' (one of {', '.join(SUITES)})")
+        return benchmark.get_benchmark_dict()[suite]()
+
+    def op_open(self, suite: str, task: int | str, init: int) -> dict[str, Any]:
+        from libero.libero import get_libero_path
+        from libero.libero.envs.env_wrapper import ControlEnv
+
+        bench = self._suite(suite)
+        stems = [os.path.splitext(t.bddl_file)[0] for t in bench.tasks]
+        if isinstance(task, str):
+            if task not in stems:
+                raise RequestError(f"suite {suite} has no task '{task}' (no such BDDL file)")
+            index = stems.index(task)
+        else:
+            if not 0 <= task < len(stems):
+                raise RequestError(
+                    f"suite {suite} has tasks 0..{len(stems) - 1}, not {task}"
+                )
+            index = task
+        states = bench.get_task_init_states(index)
+        if not 0 <= init < len(states):
+            raise RequestError(
+                f"task {suite}/{index} has init states 0..{len(states) - 1}, not {init}"
+            )
+        self.op_close()
+        t = bench.get_task(index)
+        bddl = os.path.join(get_libero_path("bddl_files"), t.problem_folder, t.bddl_file)
+        # LIBERO's harness builds OffScreenRenderEnv; ControlEnv is its base with the same
+        # task, robot and controller, without cameras (rendering is a later consumer's).
+        self.env = ControlEnv(
+            bddl_file_name=bddl,
+            use_camera_obs=False,
+            has_renderer=False,
+            has_offscreen_renderer=False,
+        )
+        self.env.seed(0)
+        self.env.reset()
+        self.env.set_init_state(states[init])
+        self.suite, self.task_index, self.last_gripper = bench, index, -1.0
+        self._index_geoms()
+        inner = self.env.env
+        return {
+            "suite": suite,
+            "index": index,
+            "name": t.name,
+            "stem": stems[index],
+            "language": t.language,
+            "init": init,
+            "n_init_states": len(states),
+            "goal": [list(map(str, atom)) for atom in inner.parsed_problem["goal_state"]],
+            "state_size": len(self.env.get_sim_state()),
+            "articulation": self._articulation(),
+        }
+
+    def _index_geoms(self) -> None:
+        """Geom id -> LIBERO entity (or robot part), the way `env.check_contact` groups them:
+        an object's `contact_geoms`; the gripper's fingers from robosuite's important geoms."""
+        inner = self.env.env
+        model = inner.sim.model
+        owner: dict[int, str] = {}
+        body_geoms: dict[str, list[int]] = {}
+        for name, obj in {**inner.fixtures_dict, **inner.objects_dict}.items():
+            ids = [model.geom_name2id(g) for g in obj.contact_geoms]
+            for gid in ids:
+                owner[gid] = name
+            body_geoms[name] = ids
+        gripper = inner.robots[0].gripper
+        for gname in gripper.contact_geoms:
+            owner[model.geom_name2id(gname)] = GRIPPER
+        for part, key in ((LEFT_FINGER, "left_finger"), (RIGHT_FINGER, "right_finger")):
+            for gname in gripper.important_geoms[key]:
+                owner[model.geom_name2id(gname)] = part
+        self.geom_owner, self.body_geoms = owner, body_geoms
+
+    def _articulation(self) -> dict[str, dict[str, list[float]]]:
+        out = {}
+        for name, obj in self.env.env.fixtures_dict.items():
+            art = getattr(obj, "object_properties", {}).get("articulation")
+            if art and obj.joints:
+                out[name] = {
+                    "class": [type(obj).__name__],
+                    **{k: [float(x) for x in v] for k, v in art.items()},
+                }
+        return out
+
+    def _need_env(self) -> Any:
+        if self.env is None:
+            raise RequestError("no LIBERO task is open (send 'open' first)")
+        return self.env
+
+    # ------------------------------------------------------------------------- stepping
+
+    def op_step(self, action: list[float], n: int = 1) -> dict[str, Any]:
+        env = self._need_env()
+        if len(action) != 7 or not all(isinstance(a, (int, float)) for a in action):
+            raise RequestError(
+                f"a LIBERO action is 7 numbers (OSC deltas + gripper), got {action!r}"
+            )
+        if env.env.done:
+            raise RequestError(
+                f"the episode ended at robosuite's horizon ({env.env.horizon} steps): "
+                "open the task again"
+            )
+        done, steps = False, 0
+        while steps < n and not done:
+            _obs, _reward, done, _info = env.step(action)
+            steps += 1
+        self.last_gripper = float(action[6])
+        return {"done": bool(done), "steps": steps}
+
+    def op_get_state(self) -> list[float]:
+        return [float(x) for x in self._need_env().get_sim_state()]
+
+    def op_set_state(self, state: list[float]) -> None:
+        import numpy as np
+
+        env = self._need_env()
+        want = len(env.get_sim_state())
+        if len(state) != want:
+            raise RequestError(
+                f"a simulator state of this task has {want} numbers, got {len(state)}"
+            )
+        env.set_init_state(np.asarray(state, dtype=np.float64))
+
+    def op_check_success(self) -> bool:
+        return bool(self._need_env().check_success())
+
+    def op_goal_values(self, atoms: list[list[str]] | None = None) -> list[bool]:
+        """LIBERO's own value of each atom (`_eval_predicate`, `base_predicates`)."""
+        inner = self._need_env().env
+        atoms = atoms if atoms is not None else inner.parsed_problem["goal_state"]
+        out = []
+        for atom in atoms:
+            for name in atom[1:]:
+                if name not in inner.object_states_dict:
+                    raise RequestError(f"'{name}' is not an object of this LIBERO task")
+            out.append(bool(inner._eval_predicate([atom[0].lower(), *atom[1:]])))
+        return out
+
+    def op_pose_goal(self, settle: int = 10) -> None:
+        """Move the scene towards its goal by hand (a test-state generator, not a policy):
+        each goal atom's object is put at its target, each joint at the far end of its
+        range; then `settle` no-op steps of physics."""
+        import numpy as np
+
+        inner = self._need_env().env
+        data = inner.sim.data
+        for atom in inner.parsed_problem["goal_state"]:
+            pred, args = atom[0].lower(), atom[1:]
+            if pred in ("in", "on") and args[0] in inner.objects_dict:
+                obj = inner.objects_dict[args[0]]
+                target = args[1]
+                if target in inner.object_sites_dict:
+                    pos = np.array(data.get_site_xpos(target))
+                    pos[2] += 0.02 if pred == "in" else 0.05
+                else:
+                    pos = np.array(data.body_xpos[inner.obj_body_id[target]])
+                    pos[2] += 0.08
+                free = obj.joints[0]
+                q = np.array(data.get_joint_qpos(free))
+                q[:3] = pos
+                data.set_joint_qpos(free, q)
+            else:
+                state = inner.object_states_dict[args[0]]
+                owner = inner.get_object(getattr(state, "parent_name", None) or args[0])
+                site = inner.object_sites_dict.get(args[0])
+                names = (site.joints if site is not None and site.joints else owner.joints) or []
+                art = owner.object_properties.get("articulation", {})
+                value = {
+                    "open": max(art.get("default_open_ranges") or [0.0], key=abs),
+                    # is_close is strict at the range's end: the middle of the range
+                    "close": float(np.mean(art.get("default_close_ranges") or [0.0])),
+                    "turnon": 1.0,
+                    "turnoff": -0.003,
+                }.get(pred, 0.0)
+                for j in names:
+                    data.set_joint_qpos(j, value)
+        inner.sim.forward()
+        for _ in range(settle):
+            self._need_env().step([0.0] * 6 + [-1.0])
+        self.last_gripper = -1.0
+
+    # ----------------------------------------------------------------------- the facts
+
+    def op_facts(self) -> dict[str, Any]:
+        """What a spec §3 world state is built from, read the way LIBERO reads it."""
+        import numpy as np
+
+        inner = self._need_env().env
+        sim = inner.sim
+        data, model = sim.data, sim.model
+        objects: dict[str, Any] = {}
+        for name in (*inner.objects_dict, *inner.fixtures_dict):
+            bid = inner.obj_body_id[name]
+            pos = data.body_xpos[bid]
+            mat = data.body_xmat[bid].reshape(3, 3)
+            objects[name] = {
+                "position": [float(x) for x in pos],
+                "orientation": [float(x) for x in data.body_xquat[bid]],
+                "half_extent": self._half_extent(name, pos, mat),
+                "fixture": name in inner.fixtures_dict,
+            }
+        regions: dict[str, Any] = {}
+        for name, site in inner.object_sites_dict.items():
+            pos = data.get_site_xpos(name)
+            mat = data.get_site_xmat(name)
+            regions[name] = {
+                "position": [float(x) for x in pos],
+                # SiteObject.in_box's box: |R @ size| about the site (its own approximation)
+                "half_extent": [float(x) for x in np.abs(mat @ np.asarray(site.size))],
+                "parent": site.parent_name,
+                "joints": list(site.joints or []),
+            }
+        joints: dict[str, Any] = {}
+        for name, obj in inner.fixtures_dict.items():
+            for jname in getattr(obj, "joints", None) or []:
+                joints[jname] = {
+                    "fixture": name,
+                    "q": float(data.qpos[model.get_joint_qpos_addr(jname)]),
+                }
+        devices = {
+            name: {"on": bool(inner.object_states_dict[name].turn_on())}
+            for name, obj in inner.fixtures_dict.items()
+            if hasattr(obj, "turn_on")
+        }
+        owner = self.geom_owner
+        pairs = set()
+        for c in data.contact[: data.ncon]:
+            a, b = owner.get(c.geom1), owner.get(c.geom2)
+            if a and b and a != b:
+                pairs.add((a, b) if a < b else (b, a))
+        gripper = inner.robots[0].gripper
+        grasped = {
+            name: bool(inner._check_grasp(gripper=gripper, object_geoms=obj.contact_geoms))
+            for name, obj in inner.objects_dict.items()
+        }
+        fingers = [data.qpos[model.get_joint_qpos_addr(j)] for j in gripper.joints]
+        eef = data.site_xpos[model.site_name2id(gripper.important_sites["grip_site"])]
+        return {
+            "objects": objects,
+            "regions": regions,
+            "joints": joints,
+            "devices": devices,
+            "contacts": sorted(pairs),
+            "grasped": grasped,
+            "gripper": {
+                "width": float(fingers[0] - fingers[1]),
+                "closed": self.last_gripper > 0,
+                "position": [float(x) for x in eef],
+            },
+            "time": float(data.time),
+        }
+
+    def _half_extent(self, name: str, pos: Any, mat: Any) -> list[float]:
+        """Half extents, in the body frame about the body's origin (LIBERO's reference point),
+        of the box holding the entity's collision geoms."""
+        import numpy as np
+
+        data, model = self.env.env.sim.data, self.env.env.sim.model
+        hi = np.zeros(3)
+        for gid in self.body_geoms.get(name, []):
+            centre, half = model.geom_aabb[gid][:3], model.geom_aabb[gid][3:]
+            gmat = data.geom_xmat[gid].reshape(3, 3)
+            world = data.geom_xpos[gid] + gmat @ centre
+            local = mat.T @ (world - pos)
+            ext = np.abs(mat.T @ gmat) @ half
+            hi = np.maximum(hi, np.abs(local) + ext)
+        return [float(x) for x in hi]
+
+    def op_close(self) -> None:
+        if self.env is not None:
+            env, self.env = self.env, None
+            env.close()
+
+
+def main() -> None:
+    _die_with_parent()
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # LIBERO's prints go to stderr
+    worker = Worker()
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                req = json.loads(line)
+                name = str(req.pop("op", ""))
+                op = getattr(worker, "op_" + name, None)
+                if op is None:
+                    raise RequestError(f"unknown request {line.strip()[:80]!r}")
+                try:
+                    inspect.signature(op).bind(**req)
+                except TypeError as e:
+                    raise RequestError(f"bad arguments for '{name}': {e}") from None
+                answer: dict[str, Any] = {"ok": op(**req)}
+            except RequestError as e:
+                answer = {"error": str(e), "kind": "input"}
+            except Exception as e:
+                tb = traceback.format_exc(limit=4)
+                answer = {"error": f"{type(e).__name__}: {e}\n{tb}", "kind": "runtime"}
+            proto.write(json.dumps(answer) + "\n")
+    finally:
+        worker.op_close()
+
+
+if __name__ == "__main__":
+    main()
