@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from report import print_table
+from report import headline, print_table
 
 LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
 
@@ -97,6 +97,7 @@ def main() -> None:
 
     from mango.evaluation.metrics import summarize
     from mango.evaluation.runner import STORE_FILE
+    from mango.evaluation.sampling import QUOTA
     from mango.evaluation.store import Store
     from mango.sim.scene import list_scenes, load_scene
 
@@ -165,6 +166,23 @@ def main() -> None:
                  f"{fig['load_average_1min_at_start']} / {fig['load_average_1min_at_end']} "
                  f"on {cores} cores", ""))
     print_table("Evaluation campaigns", ["figure", "value", "goal"], rows)
+    headline("Evaluation campaigns", f"MANGO-RQ2-sized campaign in-process ({len(tasks)} "
+             f"LIBERO-10 tasks × {sum(QUOTA.values())} MANGO-sampled episodes from a pool of "
+             f"{args.seeds} seed{'s' * (args.seeds != 1)}, {args.workers} workers on {cores} "
+             "cores)", f"{wall:.0f} s ({rq2['episodes']} episodes, {rq2['pool_runs']} pool runs)",
+             "≤ 300 s on 2 cores")
+    if "per_episode" in fig:
+        pe = fig["per_episode"]
+        headline("Evaluation campaigns", "campaign episodes per hour per core (stove_moka, "
+                 "1 worker): in-process / as ROS stacks (`runner: ros`)",
+                 f"{pe['in_process_episodes_per_hour_per_core']} ({pe['in_process_s']} s each) "
+                 f"/ {pe['ros_episodes_per_hour_per_core']} ({pe['ros_stack_s']} s each)",
+                 "report")
+    if "ray" in fig:
+        r = fig["ray"]
+        headline("Evaluation campaigns", f"… Ray overhead per episode (loopback head, "
+                 f"{args.workers} workers, {r['episodes']} episodes; head start "
+                 f"{r['head_start_s']:.0f} s)", f"{r['overhead_s_per_episode']} s", "report")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from report import print_table
+from report import headline, print_table
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "test"))  # the recorded-run writer the tests use
@@ -71,6 +71,10 @@ def main() -> None:
                 f"({size:.0f} MB bag) at 15 fps", ("dataset", "frames", "wall (s)",
                                                    "frames/s"), rows)
     print(f"lerobot import (once per process, not counted above): {import_s:.1f} s")
+    headline("Evaluation campaigns", f"LeRobot dataset export of a {args.seconds:.0f} s run, 2 "
+             "cameras 224×224 at 15 fps (h264 videos / images in parquet)",
+             f"{figures['videos (h264)']['frames_per_s']:.0f} / "
+             f"{figures['images (parquet)']['frames_per_s']:.0f} frames/s")
 
 
 if __name__ == "__main__":

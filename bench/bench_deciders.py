@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from report import print_table
+from report import headline, print_table
 
 # the scripted server the tests use (a real HTTP server speaking the protocol)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
@@ -93,6 +93,7 @@ def main() -> None:
         rules.decide(ctx)
         lat.append(time.perf_counter() - s)
     rows.append(("offline (rules)", "every point", *_stats(lat)))
+    p50 = {"offline": statistics.median(lat)}
 
     server = ChatServer()
     server.default = lambda body: Reply(json.dumps(
@@ -109,7 +110,9 @@ def main() -> None:
     server.close()
     size = sum(len(json.dumps(r.body)) for r in server.requests) / len(server.requests)
     rows.append(("vlm (loopback server)", "every point", *_stats(lat)))
+    p50["vlm"] = statistics.median(lat)
 
+    local_s: list[list[float]] = []  # the local model's plans, then its replans
     if not args.no_local:
         local = LocalDecider(OrchestratorConfig(decider="local"))
         try:
@@ -132,11 +135,21 @@ def main() -> None:
         rows.append(("local qwen0.5b (CPU)", "plan", *_stats(plans)))
         if replans:
             rows.append(("local qwen0.5b (CPU)", "replan", *_stats(replans)))
+        local_s = [plans, replans] if replans else [plans]
     print_table(f"bench_deciders: decision latency on {len(contexts)} decision points of two "
                 f"faulted soup_sauce_basket episodes ({time.perf_counter() - t0:.0f} s)",
                 ("decider", "points", "n", "p50 ms", "p95 ms", "max ms"), rows)
     print(f"vlm request body: {size / 1024:.0f} KiB on average (two 640x480 PNG data URLs "
           "at a recovery, one at a subgoal's start)")
+    headline("Orchestration", f"decision latency per decider ({len(contexts)} decision points "
+             "of two faulted soup_sauce_basket episodes): offline rules / `vlm` against a "
+             "loopback server answering at once (templates, 640×480 PNG data URLs, "
+             f"~{size / 1024:.0f} KiB a request, schema, HTTP, validation), p50",
+             f"{p50['offline'] * 1e6:.0f} µs / {p50['vlm'] * 1e3:.0f} ms", "report")
+    if local_s:
+        headline("Orchestration", "… `local` Qwen2.5-Coder-0.5B on CPU: "
+                 + " / ".join(["a plan", "a replan"][:len(local_s)]) + " (p50)",
+                 " / ".join(f"{statistics.median(xs):.0f} s" for xs in local_s), "report")
 
 
 if __name__ == "__main__":

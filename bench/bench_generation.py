@@ -15,8 +15,7 @@ import statistics
 import time
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
+from report import headline, print_table
 
 from mango.generation.engine import load_function_library
 from mango.generation.metrics import score_oracle, summarize
@@ -63,7 +62,6 @@ def run(ablation: str, tasks, scenes, library, catalog):
 
 
 def main() -> None:
-    con = Console(width=120)
     tasks = load_tasks(DATA / "libero10_tasks.json")
     scenes = load_scene_file(DATA / "libero10_scenes.json")
     library, catalog = load_function_library(None)
@@ -81,45 +79,22 @@ def main() -> None:
         for i, t in enumerate(per_oracle):
             per_task[i].append(t)
 
-    t = Table(title=f"offline planner (not an LLM), LIBERO-10, median of {REPEATS} runs")
-    t.add_column("module")
-    t.add_column("seconds", justify="right")
-    t.add_column("iterations", justify="right")
-    t.add_row(
-        "I   atomic task library (10 instructions)",
-        f"{statistics.median(m1):.4f}",
-        str(lib.module1.iterations),
-    )
-    t.add_row(
-        "II  atomic oracle library", f"{statistics.median(m2):.4f}", str(lib.module2.iterations)
-    )
-    t.add_row("III fine-grained oracles (10)", f"{statistics.median(m3):.4f}", "1 each")
-    con.print(t)
-
-    t = Table(title="module III time per oracle (goal < 1 s)")
-    t.add_column("task")
-    t.add_column("median s", justify="right")
-    t.add_column("max s", justify="right")
-    for slug, times in zip(SLUGS, per_task, strict=True):
-        t.add_row(slug, f"{statistics.median(times):.4f}", f"{max(times):.4f}")
+    print_table(f"offline planner (not an LLM), LIBERO-10, median of {REPEATS} runs",
+                ("module", "seconds", "iterations"), [
+                    ("I   atomic task library (10 instructions)",
+                     f"{statistics.median(m1):.4f}", str(lib.module1.iterations)),
+                    ("II  atomic oracle library", f"{statistics.median(m2):.4f}",
+                     str(lib.module2.iterations)),
+                    ("III fine-grained oracles (10)", f"{statistics.median(m3):.4f}", "1 each"),
+                ])
     worst = max(max(x) for x in per_task)
-    t.add_row(
-        "[bold]worst[/bold]", "", f"{worst:.4f} ({'meets' if worst < 1 else 'misses'} the 1 s goal)"
-    )
-    con.print(t)
+    print_table("module III time per oracle (goal < 1 s)", ("task", "median s", "max s"), [
+        *[(slug, f"{statistics.median(times):.4f}", f"{max(times):.4f}")
+          for slug, times in zip(SLUGS, per_task, strict=True)],
+        ("worst", "", f"{worst:.4f} ({'meets' if worst < 1 else 'misses'} the 1 s goal)"),
+    ])
 
-    t = Table(title="ablations (offline planner, LIBERO-10)")
-    for col in (
-        "variant",
-        "validity",
-        "executability",
-        "similarity",
-        "min sim",
-        "approved",
-        "agent calls",
-        "seconds",
-    ):
-        t.add_column(col, justify="right" if col != "variant" else "left")
+    rows = []
     for ablation in ABLATIONS:
         t0 = time.perf_counter()
         lib, _, _, oracles = run(ablation, tasks, scenes, library, catalog)
@@ -131,17 +106,16 @@ def main() -> None:
         summ = summarize(scores)
         calls = lib.module1.calls + lib.module2.calls + sum(r.module3.calls for r in oracles)
         approved = "n/a" if ablation == "baseline" else (f"{sum(r.approved for r in oracles)}/10")
-        t.add_row(
-            ablation,
-            f"{summ['validity']:.2f}",
-            f"{summ['executability']:.2f}",
-            f"{summ['similarity']:.3f}",
-            f"{summ['min_similarity']:.3f}",
-            approved,
-            str(calls),
-            f"{secs:.3f}",
-        )
-    con.print(t)
+        rows.append((ablation, f"{summ['validity']:.2f}", f"{summ['executability']:.2f}",
+                     f"{summ['similarity']:.3f}", f"{summ['min_similarity']:.3f}", approved,
+                     str(calls), f"{secs:.3f}"))
+    print_table("ablations (offline planner, LIBERO-10)",
+                ("variant", "validity", "executability", "similarity", "min sim", "approved",
+                 "agent calls", "seconds"), rows)
+    medians = [statistics.median(times) * 1000 for times in per_task]
+    headline("Oracle generation", f"offline oracle generation, per LIBERO-10 oracle: median "
+             f"of {REPEATS} runs, fastest–slowest task (slowest single run)",
+             f"{min(medians):.0f}–{max(medians):.0f} ms ({worst * 1000:.0f} ms)", "< 1 s")
 
 
 if __name__ == "__main__":

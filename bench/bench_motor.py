@@ -13,7 +13,7 @@ import json
 import time
 from pathlib import Path
 
-from report import print_table
+from report import headline, print_table
 
 SCENES = ("soup_sauce_basket", "cheese_butter_basket", "soup_cheese_basket", "mugs_plates",
           "mug_pudding_plate", "book_caddy", "two_moka_stove", "stove_moka", "bowl_drawer",
@@ -52,6 +52,17 @@ def main() -> None:
     print_table(f"mode motor (offline, oracle monitor), fault {args.fault or 'none'}, "
                 f"{time.perf_counter() - t0:.0f} s", ["scene", "success", "recovered",
                                                       "unrecovered", "robot s (median)"], rows)
+    scenes = args.scene or SCENES
+    where = "LIBERO-10" if len(scenes) == len(SCENES) else f"LIBERO-10 ({len(scenes)} of 10 scenes)"
+    headline("Orchestration", f"mode motor (MotorMind's roles, offline rules, oracle monitor), "
+             f"{where} × {args.seeds} seed{'s' * (args.seeds != 1)}, fault "
+             f"{args.fault or 'none'}: task success",
+             f"{sum(bool(e['success']) for e in results)}/{len(results)}", "report")
+    if args.fault:
+        headline("Orchestration", "… ground-truth failure spells recovered / not recovered",
+                 f"{sum(int(e['recovered']) for e in results)} / "  # type: ignore[call-overload]
+                 f"{sum(int(e['unrecovered']) for e in results)}",  # type: ignore[call-overload]
+                 "report")
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 

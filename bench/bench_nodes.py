@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from report import headline, print_table
+
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("FASTDDS_DEFAULT_PROFILES_FILE",
                       str(REPO / "config/dds/fastdds_local_shm.xml"))
@@ -224,29 +226,32 @@ def bench_replay(minutes: float = 10.0, rate: float = 100.0) -> dict[str, float]
 
 
 def main() -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     both = bench_latency()
     lat, base = both["oracle"], both["echo"]
     rep = bench_replay()
-    table = Table(title="oracle node and replay")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    table.add_column("goal")
-    table.add_row("node latency p50 (100 Hz, 50 objects)", f"{lat['p50_ms']:.2f} ms", "≤ 1 ms")
-    table.add_row("node latency p90 / p99", f"{lat['p90_ms']:.2f} / {lat['p99_ms']:.2f} ms", "")
-    table.add_row("verdicts received / expected", f"{lat['verdicts']} / {lat['expected']}", "")
-    table.add_row("  DDS round trip alone (echo node) p50", f"{base['p50_ms']:.2f} ms", "")
-    table.add_row("  added by judging (oracle - echo) p50",
-                  f"{lat['p50_ms'] - base['p50_ms']:.2f} ms", "")
-    table.add_row(f"replay 10 min @100 Hz ({rep['states']} states, {rep['entities']} entities, "
-                  f"{rep['jobs']} processes)", f"{rep['x_real_time']:.0f}x real time", "≥ 500x")
-    table.add_row("  in one process", f"{rep['x_one_process']:.0f}x real time", "")
-    table.add_row("  one process: read+decode / track",
-                  f"{rep['read+decode_s']:.2f} s / {rep['track_s']:.2f} s", "")
-    table.add_row("  CDR decode per state (stream)", f"{rep['decode_us']:.1f} µs", "")
-    Console().print(table)
+    print_table("oracle node and replay", ("figure", "value", "goal"), [
+        ("node latency p50 (100 Hz, 50 objects)", f"{lat['p50_ms']:.2f} ms", "≤ 1 ms"),
+        ("node latency p90 / p99", f"{lat['p90_ms']:.2f} / {lat['p99_ms']:.2f} ms", ""),
+        ("verdicts received / expected", f"{lat['verdicts']} / {lat['expected']}", ""),
+        ("  DDS round trip alone (echo node) p50", f"{base['p50_ms']:.2f} ms", ""),
+        ("  added by judging (oracle - echo) p50",
+         f"{lat['p50_ms'] - base['p50_ms']:.2f} ms", ""),
+        (f"replay 10 min @100 Hz ({rep['states']} states, {rep['entities']} entities, "
+         f"{rep['jobs']} processes)", f"{rep['x_real_time']:.0f}x real time", "≥ 500x"),
+        ("  in one process", f"{rep['x_one_process']:.0f}x real time", ""),
+        ("  one process: read+decode / track",
+         f"{rep['read+decode_s']:.2f} s / {rep['track_s']:.2f} s", ""),
+        ("  CDR decode per state (stream)", f"{rep['decode_us']:.1f} µs", ""),
+    ])
+    headline("Oracle", "oracle node latency, 100 Hz, 50 objects, publish → verdict received "
+             "(p50)", f"{lat['p50_ms']:.2f} ms", "≤ 1 ms p50")
+    headline("Oracle", "… the DDS round trip alone (echo node, same transport and QoS, "
+             "interleaved), p50", f"{base['p50_ms']:.2f} ms")
+    headline("Oracle", "… added by judging (decode, track, publish)",
+             f"{lat['p50_ms'] - base['p50_ms']:.2f} ms")
+    headline("Oracle", f"replay of a 10-min 100 Hz bag of sim states, {rep['jobs']} processes "
+             "/ 1 process", f"{rep['x_real_time']:.0f}× / {rep['x_one_process']:.0f}× real time",
+             "≥ 500×")
 
 
 if __name__ == "__main__":

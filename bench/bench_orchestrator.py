@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from report import print_table
+from report import headline, print_table
 
 SYSTEMS: dict[str, tuple[str, str, str]] = {  # name: (mode, monitor, world)
     "vla_only/none": ("vla_only", "none", "physics"),
@@ -207,6 +207,87 @@ def main() -> None:
                 ("system", "event", "n", "detection", "interrupt", "stop", "total", "no halt"),
                 lag_rows)
     print(f"mean wall per episode {statistics.mean(r['wall_s'] for r in rows):.1f} s")
+    _headlines(rows, systems, len(scenes))
+
+
+def _seeds(seeds: list[int]) -> str:
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}–{seeds[-1]}"
+
+
+LABELS = {"vla_only/none": "`vla_only` no monitor (the policy alone)",
+          "vla_only/oracle": "`vla_only` + oracle", "full/oracle": "`full` + oracle",
+          "full/gt": "`full` + gt", "tools_only/oracle": "`tools_only` + oracle"}
+
+
+def _headlines(rows: list[dict], systems: list[str], n_scenes: int) -> None:
+    """The Benchmarks page's Orchestration figures, from these episodes."""
+    def mine(s: str) -> list[dict]:
+        return [r for r in rows if r["system"] == s]
+
+    def halts(rs: list[dict]) -> list[float]:
+        return [x["total_ms"] for r in rs for x in r["reactions"] if x["total_ms"] is not None]
+
+    def k2(s: str) -> str:
+        from mango.orchestrator.failures import K2_CLASSES
+
+        counts = {c: sum(r["k2"].get(c, 0) for r in mine(s)) for c in K2_CLASSES}
+        return ", ".join(f"{c.replace('_', ' ').replace(' qa', ' QA')} {n}"
+                         for c, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n) or "none"
+
+    shown = [s for s in LABELS if s in systems and mine(s)]
+    seeds = sorted({r["seed"] for r in rows})
+    if not seeds:
+        return
+    where = (f"LIBERO-10{'' if n_scenes == 10 else f' ({n_scenes} of 10 scenes)'} × "
+             f"{_seeds(seeds)}")
+    if shown:
+        kinds = sorted({r["fault"].split("@")[0] for r in rows})
+        headline("Orchestration", f"orchestrated {where}, one VLA fault each "
+                 f"({', '.join(kinds)}), offline decider: task success — "
+                 + " / ".join(LABELS[s] for s in shown),
+                 " / ".join(f"{sum(r['success'] for r in mine(s))}/{len(mine(s))}"
+                            for s in shown), "report")
+        cells = []
+        for s in shown:
+            broke = [r for r in mine(s) if r["spells"] > 0]
+            ok = sum(r["success"] for r in broke)
+            cells.append(f"{ok}/{len(broke)}" + (f" ({ok / len(broke):.0%})".replace("%", " %")
+                                                 if s == "full/oracle" and broke else ""))
+        headline("Orchestration", "… recovered: faulted episodes whose fault broke something "
+                 "(a ground-truth failure spell) that still succeeded, same order",
+                 " / ".join(cells), "`full` + oracle ≥ 80 %")
+    if "full/oracle" in shown and "full/gt" in shown:
+        def p50_p95(s: str) -> str:
+            xs = halts(mine(s))
+            return f"{_pct(xs, 0.5):.0f} / {_pct(xs, 0.95):.0f} ms" if xs else "no halt"
+
+        headline("Orchestration", "… failure → arm halted (world event → hand below 1 cm/s, "
+                 "p50 / p95): oracle monitor (`full`) / gt monitor",
+                 f"{p50_p95('full/oracle')} / {p50_p95('full/gt')}", "p50 ≤ 100 ms")
+    if "full/oracle" in shown and "vla_only/none" in shown:
+        headline("Orchestration", "… K.2 failure classes (`orchestrator.failures`): `full` + "
+                 "oracle / the policy alone", f"{k2('full/oracle')} / {k2('vla_only/none')}",
+                 "report")
+    est = mine("full/oracle-estimated")
+    if est:
+        same = {(r["scene"], r["seed"]) for r in est}
+        fed = [r for r in mine("full/oracle") if (r["scene"], r["seed"]) in same]
+        kinds = sorted({x["kind"] for r in est for x in r["reactions"]})
+        per_kind = ", ".join(
+            f"{k} {_pct(xs, 0.5):.0f}" for k in kinds
+            if (xs := [x["total_ms"] for r in est for x in r["reactions"]
+                       if x["kind"] == k and x["total_ms"] is not None]))
+        value = f"{sum(r['success'] for r in est)}/{len(est)} succeed"
+        if fed:
+            value += (f" (physics-fed, same episodes: {sum(r['success'] for r in fed)}/"
+                      f"{len(fed)})")
+        if halts(est):
+            value += f"; halt p50 {_pct(halts(est), 0.5):.0f} ms ({per_kind})"
+        est_seeds, n = sorted({r["seed"] for r in est}), len({r["scene"] for r in est})
+        lead = "… " if shown else "orchestrated LIBERO-10, one VLA fault each: "
+        headline("Orchestration", f"{lead}`full` + oracle fed by the estimated world (markers "
+                 f"on the front and wrist cameras; {n} scene{'s' * (n != 1)}, "
+                 f"{_seeds(est_seeds)})", value, "report")
 
 
 if __name__ == "__main__":

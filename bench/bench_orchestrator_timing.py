@@ -26,7 +26,7 @@ import argparse
 import time
 from typing import Any
 
-from report import print_table
+from report import headline, print_table
 
 EPISODES = (("libero10_book_caddy", "wrong_object@1"), ("libero10_bowl_drawer", "drop@0.5"),
             ("libero10_cheese_butter_basket", "stall@5"),
@@ -145,6 +145,12 @@ def main() -> None:
     print_table("orchestrator overhead per control cycle (CPU µs; sim physics excluded)",
                 ("monitor", "cycles", "own p50", "own p95", "monitor p50", "oracle p50",
                  "loop p50", "(ground truth p50)"), over)
+    headline("Orchestration", "orchestrator per control cycle, CPU time outside the physics, "
+             f"{' / '.join(monitors)} monitor (p50 / p95)",
+             " / ".join(f"{p50} / {p95} µs" for _, _, p50, p95, *_ in over) + " (of 66.7 ms)",
+             "report")
+    headline("Orchestration", f"{' / '.join(deciders)} decider decision latency (p50 / p95)",
+             " / ".join(f"{p50} / {p95} µs" for _, _, p50, p95, _ in lat), "report")
     print("own = monitor update+poll + oracle verdict tracker + the loop's bookkeeping; the "
           "ground-truth detector is the measurement's, shown apart; the control period is "
           "66.7 ms")

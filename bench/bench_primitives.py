@@ -25,7 +25,7 @@ import statistics
 import time
 from pathlib import Path
 
-from report import print_table
+from report import headline, print_table
 
 
 def _phrase(scene, eid: str) -> str:
@@ -147,6 +147,56 @@ def _print(runs: list[dict], title: str) -> None:
                  "next to truth", "in/on one after another, truth"), _table(runs, names))
 
 
+def _headlines(runs: list[dict], perception: str) -> None:
+    """The Benchmarks page's Primitives figures, from these runs."""
+    if not runs:
+        return
+
+    def rate(rows: list[dict], key: str, share: bool = True) -> str:
+        ok = sum(bool(r.get(key)) for r in rows)
+        return f"{ok}/{len(rows)}" + (f" ({ok / len(rows):.0%})".replace("%", " %")
+                                      if share else "")
+
+    rel = [r for r in runs if r["kind"] == "rel"]
+    placed = [r for r in rel if r["destination"]]
+    nxt = [r for r in runs if r["kind"] == "next_to"]
+    seq = [r for r in runs if r["kind"] == "sequence"]
+    plan = [r["plan_ms"] for r in runs if r.get("plan_ms") is not None]
+    scenes, seeds = {r["scene"] for r in runs}, sorted({r["seed"] for r in runs})
+    where = (f"LIBERO-10{'' if len(scenes) == 10 else f' ({len(scenes)} of 10 scenes)'} × "
+             f"{_seeds(seeds)}")
+    if perception != "sim":
+        if rel and placed and nxt and plan:
+            headline("Primitives", f"primitives, `{perception}` perception, {where}: grasp of "
+                     "the intended object / place perceived (physics) / empty space perceived "
+                     "(physics); grasp planning p50",
+                     f"{rate(rel, 'grasp_ok', False)} / {rate(placed, 'satisfied', False)} "
+                     f"({rate(placed, 'truth', False)}) / {rate(nxt, 'satisfied', False)} "
+                     f"({rate(nxt, 'truth', False)}); {statistics.median(plan):.0f} ms",
+                     "report")
+        return
+    if rel:
+        headline("Primitives", f"primitives, `sim` perception, {where}: grasp of every object "
+                 "an expert plan moves", rate(rel, "grasp_ok"), "≥ 90 %")
+    if placed:
+        headline("Primitives", "… place in/on the plan's destination: perceived / physics",
+                 f"{rate(placed, 'satisfied')} / {rate(placed, 'truth')}", "≥ 85 %")
+    if seq:
+        headline("Primitives", "… the plan's objects one after another from one reset, each "
+                 "to its destination, physics", rate(seq, "truth"), "report")
+    if nxt:
+        headline("Primitives", '… place in "empty space next to <destination>": perceived / '
+                 "physics", f"{rate(nxt, 'satisfied', False)} / {rate(nxt, 'truth', False)}",
+                 "report")
+    if plan:
+        headline("Primitives", "… grasp planning, detection → approach chosen → first chunk "
+                 "(p50)", f"{statistics.median(plan):.0f} ms", "≤ 200 ms")
+
+
+def _seeds(seeds: list[int]) -> str:
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}–{seeds[-1]}"
+
+
 def _load(paths: list[Path]) -> list[dict]:
     """Rows of saved runs; a later file's rows replace an earlier one's for the same scene
     and seed (measured again)."""
@@ -170,11 +220,14 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None,
                     help="write every run's outcome here, one line each as it ends")
     ap.add_argument("--from-json", type=Path, nargs="+", default=None,
-                    help="print the table of saved runs (later files replace scene+seed)")
+                    help="print the table of saved runs (later files replace scene+seed; "
+                    "--perception as they were measured)")
     args = ap.parse_args()
     if args.from_json:
-        _print(_load(args.from_json), f"bench_primitives (saved runs: "
+        runs = _load(args.from_json)
+        _print(runs, f"bench_primitives (saved runs: "
                f"{', '.join(p.name for p in args.from_json)})")
+        _headlines(runs, args.perception)
         return
 
     from mango.perception.base import PerceptionConfig
@@ -230,6 +283,7 @@ def main() -> None:
         out.close()
     wall = time.perf_counter() - t_start
     _print(runs, f"bench_primitives ({args.perception} perception; {wall:.0f} s)")
+    _headlines(runs, args.perception)
 
 
 if __name__ == "__main__":

@@ -14,11 +14,27 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+# The Benchmarks page's areas, in its order: a headline figure names one of them.
+AREAS = ("Oracle", "Oracle generation", "Simulation and control", "Perception", "Primitives",
+         "Orchestration", "Evaluation campaigns")
+
+
+def _record(record: dict[str, object]) -> None:
+    """Append to MANGO_BENCH_JSON (`make bench` sets it) with the command that made it:
+    scripts/bench_results.py turns the file into bench/results.json, the Benchmarks page."""
+    out = os.environ.get("MANGO_BENCH_JSON")
+    if out:
+        # the machine's load when measured: this VM's figures move with it
+        record = {"bench": Path(sys.argv[0]).stem, "command": shlex.join(
+            ["python", f"bench/{Path(sys.argv[0]).name}", *sys.argv[1:]]),
+            "load": round(os.getloadavg()[0], 1), **record}
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "a") as f:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
 
 def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
-    """Print the table; with MANGO_BENCH_JSON set (`make bench` sets it), also append it to
-    that JSON Lines file with the command that made it (scripts/bench_results.py turns the
-    file into bench/results.json, which the Benchmarks page shows)."""
+    """Print the table, and record it for the Benchmarks page (`_record`)."""
     rows = [[str(c) for c in r] for r in rows]
     table = Table(title=title)
     for col in columns:
@@ -26,14 +42,17 @@ def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[str]
     for r in rows:
         table.add_row(*r)
     Console().print(table)
-    out = os.environ.get("MANGO_BENCH_JSON")
-    if out:
-        record = {"bench": Path(sys.argv[0]).stem, "command": shlex.join(
-            ["python", f"bench/{Path(sys.argv[0]).name}", *sys.argv[1:]]), "title": title,
-            "columns": list(columns), "rows": rows}
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "a") as f:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    _record({"title": title, "columns": list(columns), "rows": rows})
+
+
+def headline(area: str, figure: str, value: str, goal: str = "") -> None:
+    """One figure of its area's table on the Benchmarks page, as this run measured it: the
+    page is written from these records, never by hand. `goal` is the target it is held to."""
+    if area not in AREAS:
+        raise ValueError(f"headline area {area!r} is not one of {AREAS}")
+    Console().print(f"[bold]{area}[/]: {figure}: [bold]{value}[/]"
+                    + (f" (goal {goal})" if goal else ""))
+    _record({"area": area, "figure": figure, "value": value, "goal": goal})
 
 
 def stop_processes(procs: list[subprocess.Popen[bytes]]) -> None:

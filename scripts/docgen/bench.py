@@ -1,60 +1,72 @@
-"""The Benchmarks page: one table per area, each figure with the command that reproduces it,
-from `bench/figures.json`, then the tables of the last `make bench` (`bench/results.json`).
-How a figure was reached (earlier values, the load it was measured at) goes into the notes
-under the table, never into a cell."""
+"""The Benchmarks page, written from the last `make bench` (`bench/results.json`,
+scripts/bench_results.py): one table per area of the headline figures each bench reported
+(`bench/report.py`'s `headline`), each with the command that reproduces it, then every table
+the benches printed. No number on the page is typed by hand."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 from docgen.nodes import ROOT
 
-FIGURES = ROOT / "bench" / "figures.json"
-RESULTS = ROOT / "bench" / "results.json"  # `make bench`'s tables (scripts/bench_results.py)
+RESULTS = ROOT / "bench" / "results.json"
+
+
+def _areas() -> tuple[str, ...]:
+    """The areas' order, from bench/report.py (the benches name them there)."""
+    spec = importlib.util.spec_from_file_location("bench_report", ROOT / "bench" / "report.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.AREAS
+
+
+def _when(record: dict[str, object]) -> str:
+    """The day a record was measured and the machine's load then (1-minute average)."""
+    load = record.get("load")
+    return f"{record['date']}, load {load}" if load is not None else str(record["date"])
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def benchmarks_page(path: Path = FIGURES, results: Path = RESULTS) -> str:
-    data = json.loads(path.read_text())
+def benchmarks_page(results: Path = RESULTS) -> str:
     lines = ["# Benchmarks", "",
-             "`make bench` runs every `bench/bench_*.py`, prints its tables and collects them "
-             "into `bench/results.json`, shown at the end of this page. Above them, one table "
-             "per area of the headline figures (`bench/figures.json`), each with the bench "
-             f"that measures it. Measured on {data['machine']}.", ""]
-    areas: dict[str, list[dict[str, str]]] = {}
+             "`make bench` runs every `bench/bench_*.py` and collects what they print into "
+             "`bench/results.json`; this page is written from it. One table per area of the "
+             "headline figures, each with the command that measures it, the day it ran and "
+             "the load average then (on 2 cores the figures move with it), then every table "
+             "the benches printed.", ""]
+    data = json.loads(results.read_text()) if results.is_file() else \
+        {"machine": None, "figures": [], "tables": []}
+    if data["machine"]:
+        lines += [f"Measured on {data['machine']}.", ""]
+    areas: dict[str, list[dict[str, str]]] = {area: [] for area in _areas()}
     for fig in data["figures"]:
-        areas.setdefault(fig["area"], []).append(fig)
-    for area, figs in areas.items():
-        lines += [f"## {area}", "", "| figure | value | goal | reproduce |", "|---|---|---|---|"]
-        notes: list[str] = []
-        for fig in figs:
-            mark = ""
-            if fig.get("note"):
-                notes.append(fig["note"])
-                mark = f" [{len(notes)}]"
-            lines.append(f"| {_cell(fig['figure'])}{mark} | {_cell(fig['value'])} | "
-                         f"{_cell(fig['goal'])} | `{fig['command']}` |")
+        areas[fig["area"]].append(fig)
+    for area, figs in areas.items():  # every area's heading: other pages link to them
+        lines += [f"## {area}", ""]
+        if not figs:
+            lines += ["Not measured yet: `make bench` writes `bench/results.json`, and the "
+                      "next build of this site shows its figures here.", ""]
+            continue
+        lines += ["| figure | value | goal | measured | reproduce |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {_cell(f['figure'])} | {_cell(f['value'])} | {_cell(f['goal'])} | "
+                  f"{_when(f)} | `{f['command']}` |" for f in figs]
         lines.append("")
-        if notes:
-            lines += ["Notes:", ""] + [f"{i}. {n}" for i, n in enumerate(notes, 1)] + [""]
-    return "\n".join(lines + last_run(results))
+    return "\n".join(lines + tables(data))
 
 
-def last_run(results: Path = RESULTS) -> list[str]:
-    """Every table the last `make bench` printed, under the command that printed it."""
-    lines = ["## The last `make bench`", ""]
-    if not results.is_file():
-        return [*lines, "No run collected yet: `make bench` writes `bench/results.json`, "
-                "and the next build of this site shows its tables here.", ""]
-    data = json.loads(results.read_text())
-    lines += [f"Run on {data['date']} ({data['machine']}); each table as its bench printed it.",
-              ""]
+def tables(data: dict[str, list[dict[str, object]]]) -> list[str]:
+    """Every table the benches printed, under the command that printed it."""
+    lines = ["## Every table of the last runs", ""]
     for table in data["tables"]:
-        lines += [f"### {_cell(table['title'])}", "", f"`{table['command']}`", "",
+        lines += [f"### {_cell(str(table['title']))}", "",
+                  f"`{table['command']}` ({_when(table)})", "",
                   "| " + " | ".join(_cell(c) for c in table["columns"]) + " |",
                   "|" + "---|" * len(table["columns"])]
         lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in table["rows"]]
