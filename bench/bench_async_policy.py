@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 from openpi_reference_policy import HOME, reference
-from report import headline, print_table, stop_processes
+from report import headline, print_table, stop_processes, wait
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("FASTDDS_DEFAULT_PROFILES_FILE",
@@ -73,16 +73,6 @@ def free_port() -> int:
 def start(module: str, *args: str, log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", module, "--ros-args", *args],
                             stdout=log.open("w"), stderr=subprocess.STDOUT)
-
-
-def wait(pred, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.005)
-    raise RuntimeError(f"timed out waiting for {what}")
 
 
 class Recorder:

@@ -17,14 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import Point, Pose, Quaternion
-from report import headline, print_table
+from report import headline, print_table, wait
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
@@ -42,16 +41,6 @@ NODES = ("sim_node", "franka_control_node", "vla_node", "perception_node", "prim
          "orchestrator_node")
 JOINTS = list(load_robot("fr3").joint_names)
 HELD_STILL, WINDOW, HOLD = 0.05, 0.1, 0.2
-
-
-def _wait(pred: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.01)
-    raise SystemExit(f"timed out waiting for {what}")
 
 
 def _call(node: Any, srv: type, name: str, req: Any) -> Any:
@@ -113,21 +102,21 @@ def main() -> None:
         task = ActionClient(node, ExecuteTask, f"{ns}/execute_task")
         if not task.wait_for_server(timeout_sec=120):
             raise SystemExit("execute_task not available")
-        _wait(lambda: world and joints, 60, "world and joint states")
+        wait(lambda: world and joints, 60, "world and joint states")
         for trial in range(args.trials):
             r = _call(node, ResetScene, f"{ns}/sim_node/reset",
                       ResetScene.Request(scene=SCENE, seed=trial, request_id=uuid.uuid4().hex))
             assert r.success, r.message
             joints.clear()
             n0 = len(world)
-            _wait(lambda n0=n0: len(world) > n0 + 5 and world[-1].header.stamp.sec < 2, 30,
+            wait(lambda n0=n0: len(world) > n0 + 5 and world[-1].header.stamp.sec < 2, 30,
                   "states after the reset")
             decisions.clear()
             start = msg_to_state(world[-1]).objects["tomato_sauce_1"]
             sent = task.send_goal_async(ExecuteTask.Goal(
                 instruction="put the tomato sauce in the basket", mode="vla_only",
                 monitor="oracle"))
-            _wait(sent.done, 20, "goal acceptance")
+            wait(sent.done, 20, "goal acceptance")
             gh = sent.result()
             res = gh.get_result_async()
 
@@ -135,7 +124,7 @@ def main() -> None:
                 st = msg_to_state(world[-1])
                 return bool(st.fact("grasped(tomato_sauce_1)")) and \
                     st.objects["tomato_sauce_1"].position[2] > z0 + 0.08
-            _wait(lifted, 60, "the sauce lifted")
+            wait(lifted, 60, "the sauce lifted")
             n = len(world)
             w, x, y, z = start.orientation
             _call(node, SetEntityPose, f"{ns}/sim_node/set_entity_pose", SetEntityPose.Request(
@@ -143,17 +132,17 @@ def main() -> None:
                     position=Point(x=start.position[0], y=start.position[1],
                                    z=start.position[2]),
                     orientation=Quaternion(w=w, x=x, y=y, z=z))))
-            _wait(lambda: any(d["phase"] == "recovery" for d in decisions), 30,
+            wait(lambda: any(d["phase"] == "recovery" for d in decisions), 30,
                   "a recovery decision")
             gone = next(st.t for st in map(msg_to_state, world[n - 1:])
                         if not st.fact("grasped(tomato_sauce_1)"))
             sig = next(d for d in decisions if d["phase"] == "recovery")["inputs"]["signal"]
             t_dec = next(d for d in decisions if d["phase"] == "recovery")["t"]
-            _wait(lambda t_dec=t_dec: joints[-1][1] > t_dec + 0.5, 20,
+            wait(lambda t_dec=t_dec: joints[-1][1] > t_dec + 0.5, 20,
                   "joint states after the halt")
             halted = _halted(list(joints), gone)
             gh.cancel_goal_async()
-            _wait(res.done, 60, "the task's end")
+            wait(res.done, 60, "the task's end")
             if halted is None:
                 print(f"trial {trial}: the arm never held still after the event")
                 continue

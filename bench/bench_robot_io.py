@@ -31,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
-from report import headline, print_table, stop_processes
+from report import headline, print_table, stop_processes, wait
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("FASTDDS_DEFAULT_PROFILES_FILE",
@@ -71,16 +71,6 @@ class Rig:
         self.executor.shutdown(timeout_sec=1.0)
         self.node.destroy_node()
         rclpy.shutdown(context=self.ctx)
-
-
-def wait(pred, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.005)
-    raise RuntimeError(f"timed out waiting for {what}")
 
 
 def bench_control(tmp: Path, trials: int = 8) -> dict[str, float]:

@@ -8,8 +8,10 @@ import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -53,6 +55,18 @@ def headline(area: str, figure: str, value: str, goal: str = "") -> None:
     Console().print(f"[bold]{area}[/]: {figure}: [bold]{value}[/]"
                     + (f" (goal {goal})" if goal else ""))
     _record({"area": area, "figure": figure, "value": value, "goal": goal})
+
+
+def wait(pred: Callable[[], Any], timeout: float, what: str) -> Any:
+    """`pred()`'s first truthy value, polled every 5 ms; a bench that waits past `timeout`
+    stops there, naming what it waited for."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.005)
+    raise RuntimeError(f"timed out waiting for {what}")
 
 
 def stop_processes(procs: list[subprocess.Popen[bytes]]) -> None:
