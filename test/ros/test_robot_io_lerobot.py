@@ -39,7 +39,9 @@ def test_run_policy_on_a_lerobot_checkpoint_moves_the_sim_arm_where_its_actions_
                                        n_action_steps=10)
             procs.start("control", "mango.nodes.franka_control_node", "-r", f"__ns:={ns}")
             procs.start("vla", "mango.nodes.vla_node", "-r", f"__ns:={ns}",
-                        "-p", "backend:=lerobot", "-p", f"checkpoint:={ckpt}")
+                        "-p", "backend:=lerobot", "-p", f"checkpoint:={ckpt}",
+                        # synchronous: one query per 10-step chunk, as counted below
+                        "-p", "chunk_threshold:=0.0")
             robot = Robot(node, ns)
             try:
                 robot.wait_for_servers("run_policy", timeout=90)

@@ -47,15 +47,17 @@ def _stamp(msg: object) -> float:
 def test_every_stamp_in_a_sim_bag_comes_from_the_sim_clock(tmp_path: Path,
                                                            namespace: str) -> None:
     stack = load_stack("sim")
-    # the vla_node stamps nothing; the orchestrator's decisions and events are unstamped
-    # std_msgs/String lines (their times are in the JSON), published only while a task runs
+    # the vla_node publishes (its diagnostics) only while a policy runs, none here; the
+    # orchestrator's decisions and events are unstamped std_msgs/String lines (their times are
+    # in the JSON), published only while a task runs
     nodes = {n.name: n for n in stack.nodes if n.name not in ("vla_node", "orchestrator_node")}
     nodes["sim_node"].parameters.update(camera_rate=5.0, image_width=48, image_height=48,
                                         real_time_factor=0.1)
     rec = nodes["bag_recorder"].parameters
     bag = tmp_path / "bag"
     rec["output"] = str(bag)
-    topics = [*(t for t in rec["topics"] if not t.startswith("/orchestrator_node/")),
+    topics = [*(t for t in rec["topics"]
+                if not t.startswith(("/orchestrator_node/", "/vla_node/"))),
               "/oracle/markers", *CAMERA_TOPICS]  # type: ignore[misc]
     rec["topics"] = topics  # `in_namespace` moves them with the stack
     stack = stack.model_copy(update={"nodes": list(nodes.values())}).in_namespace(namespace)
