@@ -126,6 +126,27 @@ def action_server(node: Node, action: type, name: str, execute_callback: Callabl
 SERVER_LOST_AFTER = 2.0  # s the execute_chunk server may vanish before a chunk counts as lost
 
 
+class ChunkServerWatch:
+    """Why a wait on the execute_chunk server can never end: this node shutting down, or the
+    server gone from the graph past `SERVER_LOST_AFTER` (its process ended: its DDS lease ran
+    out). One rule for every ExecuteChunk client's wait."""
+
+    def __init__(self, node: Node, client: Any) -> None:
+        self.node, self.client = node, client
+        self._lost_since: float | None = None
+
+    def problem(self, now: float) -> str | None:
+        if not self.node.context.ok():
+            return f"the {self.node.get_name()} is shutting down"
+        if self.client.server_is_ready():
+            self._lost_since = None
+        elif self._lost_since is None:
+            self._lost_since = now
+        elif now - self._lost_since > SERVER_LOST_AFTER:
+            return "the execute_chunk server went away (control node stopped?)"
+        return None
+
+
 def wait_for_chunk(node: Node, client: Any, future: Any, gh: Any, inflight: Any = None,
                    timeout: float = 60.0, poll: float = 0.002) -> str | None:
     """Wait for an ExecuteChunk future (goal acceptance or result); None once it is done,
@@ -134,20 +155,15 @@ def wait_for_chunk(node: Node, client: Any, future: Any, gh: Any, inflight: Any 
     gone: its DDS lease ends) or this node shutting down ends the wait at once."""
     deadline = time.monotonic() + timeout
     cancelled = False
-    lost_since: float | None = None
+    watch = ChunkServerWatch(node, client)
     while not future.done():
         now = time.monotonic()
         if gh.is_cancel_requested and inflight is not None and not cancelled:
             inflight.cancel_goal_async()
             cancelled = True
-        if not node.context.ok():
-            return f"the {node.get_name()} is shutting down"
-        if client.server_is_ready():
-            lost_since = None
-        elif lost_since is None:
-            lost_since = now
-        elif now - lost_since > SERVER_LOST_AFTER:
-            return "the execute_chunk server went away (control node stopped?)"
+        why = watch.problem(now)
+        if why is not None:
+            return why
         if now > deadline:
             return f"no answer within {timeout:.0f} s"
         time.sleep(poll)

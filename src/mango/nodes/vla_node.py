@@ -44,7 +44,7 @@ from sensor_msgs.msg import Image, JointState
 from mango.bags.world_state_cdr import decode_world_state
 from mango.control import chunk_to_trajectory, load_robot
 from mango.errors import InputError, from_validation_error
-from mango.nodes.actions import SERVER_LOST_AFTER, ActionClient, action_server
+from mango.nodes.actions import ActionClient, ChunkServerWatch, action_server
 from mango.nodes.common import Param, declare_parameters, positive, rate_param, run_node
 from mango.policy import Observation, PolicyConfig, PolicyError, make_policy
 from mango.policy.action_queue import AGGREGATORS, ActionLimits, ActionQueue, MergeReport
@@ -343,7 +343,7 @@ class _ChunkStream:
         self._token = object()
         self._base = self._n = self._reached = 0
         self._since = 0.0
-        self._lost_since: float | None = None
+        self._watch = ChunkServerWatch(node, client)
 
     @property
     def active(self) -> bool:
@@ -377,15 +377,9 @@ class _ChunkStream:
         """Advance `queue` by what the goal executed; why the run must end, or None."""
         if self._sent is None:
             return None
-        if not self.node.context.ok():
-            return f"the {self.node.get_name()} is shutting down"
-        if self.client.server_is_ready():
-            self._lost_since = None
-        elif self._lost_since is None:
-            self._lost_since = now
-        elif now - self._lost_since > SERVER_LOST_AFTER:
-            return "execute_chunk did not finish: the execute_chunk server went away " \
-                   "(control node stopped?)"
+        why = self._watch.problem(now)
+        if why is not None:
+            return f"execute_chunk did not finish: {why}"
         if self._handle is None:
             if not self._sent.done():
                 return None if now - self._since < ACCEPT_TIMEOUT else \
