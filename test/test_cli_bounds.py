@@ -210,3 +210,69 @@ def test_a_missing_option_still_shows_the_usage() -> None:
     result = runner.invoke(app, ["sim", "run", "--trace", "t.jsonl"])
     assert result.exit_code == 2 and "Missing option" in result.stderr
     assert "Usage:" in result.stderr
+
+
+@_sub.command("count")
+def _count(n: int) -> None:
+    """A positional argument with a type: a bad value is named as the usage line names it."""
+
+
+def test_a_bad_value_for_an_argument_is_one_line_naming_it() -> None:
+    """A positional argument's error has no option to name (it was a traceback in the
+    boundary itself): it is named as the usage line shows it."""
+    result = runner.invoke(_demo, ["do", "count", "many"])
+    assert result.exit_code == 2, result.exception
+    assert result.stderr == ("error: field 'N': Input should be a valid integer, unable to parse "
+                             "string as an integer\n")
+
+
+@pytest.mark.parametrize(("args", "name"), [
+    (["oracle", "check", "{F}", "t.jsonl"], "ORACLE"),
+    (["oracle", "lint", "{F}"], "ORACLE"),
+    (["bag", "info", "{F}"], "BAG"),
+    (["bag", "export", "{F}", "-o", "t.jsonl"], "BAG"),  # one of several (BAG...)
+    (["replay", "{F}", "--oracle", "o.json"], "BAG"),
+    (["campaign", "report", "{F}"], "FOLDER"),
+    (["bddl", "import", "{F}", "-o", "out"], "TASK"),
+])
+def test_an_unreadable_file_given_as_an_argument_is_one_line(
+        args: list[str], name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file the user may not read (root reads everything, so the refusal is the system's
+    answer for that one path): the command line's own check names the argument."""
+    import os
+
+    unreadable = tmp_path / "secret"
+    unreadable.write_text("{}")
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, *a, **k: (
+        False if str(p) == str(unreadable) and mode & os.R_OK else access(p, mode, *a, **k)))
+    said = _one_error_line([str(unreadable) if a == "{F}" else a for a in args], name)
+    assert said == f"error: field '{name}': path '{unreadable}' is not readable.\n", said
+
+
+@settings(max_examples=15, deadline=None)
+@given(length=st.integers(150, 5000),
+       where=st.sampled_from([(["primitives", "grasp", "{P}"], "PHRASE"),
+                              (["primitives", "pick-place", "{P}", "in the basket"], "OBJECT"),
+                              (["primitives", "pick-place", "the can", "in {P}"], "DESTINATION"),
+                              (["primitives", "place", "in {P}"], "PHRASE"),
+                              (["primitives", "place", "in the basket", "--object", "{P}"],
+                               "--object")]))
+def test_a_phrase_a_primitive_grounds_has_the_bound_of_a_detect_request(
+        length: int, where: tuple[list[str], str]) -> None:
+    """Property: a phrase longer than `Detect` takes is refused while the command line is
+    parsed, naming the argument; one within it goes on to the scene (here one that is not
+    there, so the answer is about the scene)."""
+    from mango.perception.base import MAX_PHRASE_CHARS
+
+    args, name = where
+    phrase = ("the red can " * length)[:length]
+    argv = [a.replace("{P}", phrase) for a in args] + ["--scene", "no_such_scene_41"]
+    said = _one_error_line(argv, "error: ")
+    full = next(a for a in argv if phrase in a)
+    if len(full) > MAX_PHRASE_CHARS:
+        assert said.startswith(f"error: field '{name}': the phrase is {len(full)} characters "
+                               f"long"), said
+        assert said.endswith(f"a phrase has at most {MAX_PHRASE_CHARS}\n"), said
+    else:
+        assert "no_such_scene_41" in said, said

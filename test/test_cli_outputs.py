@@ -108,6 +108,44 @@ def test_a_bag_is_never_written_over(args: list[str], bag: Path, tmp_path: Path)
 
 
 @pytest.mark.parametrize("name", sorted(DEFAULT_NAMES))
+def test_a_full_disk_is_one_line_naming_the_file(name: str, libs: Path, bag: Path) -> None:
+    """/dev/full refuses every write with ENOSPC, an error that names no file: the line names
+    the output all the same (`generate minimize` said '?', issue #41)."""
+    args, _ = _commands(libs, bag)[name]
+    result = runner.invoke(app, [*args, "-o", "/dev/full"])
+    assert result.exit_code in (1, 2), (result.stderr, result.exception)
+    assert result.stderr.startswith("error: /dev/full: ") and result.stderr.count("\n") == 1, \
+        result.stderr
+    assert "No space left on device" in result.stderr
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    (["policy", "run", "--scene", "libero10_soup_sauce_basket"], "--bag"),
+    (["demo"], "--out"),
+])
+def test_a_recorded_run_checks_where_its_bag_goes_before_the_stack_starts(
+        args: list[str], option: str, bag: Path, tmp_path: Path) -> None:
+    """A file, /dev/null or a folder that cannot be made as `policy run --bag` or `demo --out`
+    started the stack and waited 90 s for a recorder that had died (issue #41): now one line
+    and exit 2 at once, and a bag is never written over."""
+    a_file = tmp_path / "a_file"
+    a_file.write_text("precious\n")
+    demo_out = tmp_path / "demo"
+    demo_out.mkdir()
+    (demo_out / "bag").symlink_to(bag)  # the demo's bag folder, a recorded bag
+    places = [(a_file, "is a file, not a folder"), (Path("/dev/null"), "is a file, not a folder"),
+              (Path("/proc/no_such_dir/out"), "cannot create the folder"),
+              (bag if option == "--bag" else demo_out, "exists and is not empty")]
+    for place, says in places:
+        result = runner.invoke(app, [*args, option, str(place)])
+        assert result.exit_code == 2, (place, result.stderr, result.exception)
+        assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, \
+            result.stderr
+        assert says in result.stderr, result.stderr
+    assert a_file.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULT_NAMES))
 @pytest.mark.parametrize("how", ["existing folder", "trailing slash"])
 def test_a_folder_for_a_file_gets_the_default_name_inside(name: str, how: str, libs: Path,
                                                            bag: Path, tmp_path: Path) -> None:

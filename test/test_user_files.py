@@ -195,6 +195,18 @@ def test_special_files_given_to_the_cli_are_one_error_line(tmp_path: Path, speci
                               "not a regular file\n")
 
 
+@pytest.mark.parametrize("special", ["/dev/zero", "fifo", "folder"])
+def test_a_policy_runs_oracle_is_checked_before_the_stack_starts(tmp_path: Path,
+                                                                 special: str) -> None:
+    """`policy run --oracle /dev/zero` said 'oracle file not found' (it is there): the oracle
+    is checked as every file a user names, before any node starts."""
+    path = _special(special, tmp_path)
+    code, err = mango("policy", "run", "--scene", "libero10_soup_sauce_basket", "--oracle", path,
+                      fifos=(path,) if special == "fifo" else ())
+    assert (code, err) == (2, f"error: {path}: cannot read oracle: {REASONS[special]}, "
+                              "not a regular file\n")
+
+
 def test_an_oversized_oracle_is_refused_by_the_cli(tmp_path: Path) -> None:
     big = tmp_path / "big.json"
     big.touch()

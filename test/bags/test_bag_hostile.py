@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import random
 import re
 import struct
@@ -216,6 +217,52 @@ def test_recordings_concatenated_into_one_file_are_all_read(
     assert code == 0 and err == (f"wrote {len(every)} messages to {tmp_path / 'fixed'} "
                                  "(from 3 recordings)\n"), err
     assert list(BagReader(tmp_path / "fixed").messages()) == every
+
+
+# ------------------------------------------------------------ no bag at all
+
+
+def _not_a_bag(kind: str, folder: Path) -> tuple[Path, str]:
+    """A path given as a bag that holds none, and what the error says it is."""
+    if kind == "empty folder":
+        (folder / "empty").mkdir()
+        return folder / "empty", "no bag here: no metadata.yaml and no .mcap file"
+    if kind == "fifo":
+        os.mkfifo(folder / "run.mcap")
+        return folder / "run.mcap", "cannot read bag: a named pipe (FIFO), not a regular file"
+    if kind == "metadata a fifo":
+        (folder / "bag").mkdir()
+        os.mkfifo(folder / "bag" / "metadata.yaml")
+        return folder / "bag", ""  # named by its own path, below
+    if kind == "mcap a link to a device":
+        (folder / "bag").mkdir()
+        (folder / "bag" / "bag_0.mcap").symlink_to("/dev/zero")
+        return folder / "bag", ""
+    return Path(kind), "cannot read bag: a character device, not a regular file"
+
+
+@pytest.mark.timeout(60)  # a read of a FIFO would block for good: fail, never hang
+@pytest.mark.parametrize("kind", ["empty folder", "fifo", "/dev/zero", "metadata a fifo",
+                                  "mcap a link to a device"])
+def test_a_path_that_holds_no_bag_is_one_error_line(tmp_path: Path, oracle: Path,
+                                                    kind: str) -> None:
+    """An empty folder was an empty bag (`bag info` an empty table, `bag repair` 'wrote 0
+    messages', exit 0); a device or a FIFO was 'no such bag'. Each bag command now says what
+    the path is, exit 2, before reading a byte of a special file."""
+    path, says = _not_a_bag(kind, tmp_path)
+    if kind == "metadata a fifo":
+        expected = (f"error: {path / 'metadata.yaml'}: cannot read bag metadata: a named pipe "
+                    "(FIFO), not a regular file")
+    elif kind == "mcap a link to a device":
+        expected = (f"error: {path / 'bag_0.mcap'}: cannot read bag file: a character device, "
+                    "not a regular file")
+    else:
+        expected = f"error: {path}: {says}"
+    for args in (["bag", "info", path], ["bag", "repair", path, "-o", tmp_path / "fixed"],
+                 ["bag", "export", path, "-o", tmp_path / "t.jsonl"],
+                 ["replay", path, "--oracle", oracle]):
+        assert _error_line(*_mango(*args)[::2]) == expected, args
+    assert not (tmp_path / "fixed").exists() and not (tmp_path / "t.jsonl").exists()
 
 
 # ------------------------------------------------------------ cut short, or damaged

@@ -207,3 +207,26 @@ def test_a_disk_full_mid_campaign_is_one_error_naming_the_file(tmp_path: Path) -
     assert "Traceback" not in proc.stderr
     with sqlite3.connect(out / STORE_FILE) as db:  # the store is whole, the episode not in it
         assert db.execute("SELECT count(*) FROM episodes").fetchone() == (0,)
+
+
+@pytest.mark.timeout(120)  # a read of a FIFO would block for good: fail, never hang
+@pytest.mark.parametrize(("kind", "reason"), [("fifo", "a named pipe (FIFO)"),
+                                              ("link to /dev/zero", "a character device"),
+                                              ("folder", "a folder")])
+def test_a_store_that_is_no_regular_file_is_named_as_what_it_is(
+        tmp_path: Path, kind: str, reason: str) -> None:
+    """campaign.sqlite as a FIFO or a link to a device was 'disk I/O error' on resume (exit 1)
+    and 'no campaign.sqlite here' on report: it is checked as every file a user names is."""
+    out = tmp_path / "out"
+    out.mkdir()
+    store = out / STORE_FILE
+    if kind == "fifo":
+        os.mkfifo(store)
+    elif kind == "folder":
+        store.mkdir()
+    else:
+        store.symlink_to("/dev/zero")
+    said = f"error: {store}: cannot read campaign store: {reason}, not a regular file"
+    assert _one_error_line(["campaign", "report", str(out)]) == said
+    assert _one_error_line(["campaign", "run", str(_campaign(tmp_path)), "-o", str(out)]) == said
+    assert sorted(p.name for p in out.iterdir()) == [STORE_FILE]  # no episode ran

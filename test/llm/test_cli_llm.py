@@ -27,6 +27,20 @@ def test_models_lists_the_offline_qwen(tmp_path):
     assert "extra-model.gguf" in result.output
 
 
+
+@pytest.mark.parametrize("kind", ["file", "device"])
+def test_models_dir_that_is_no_folder_is_one_error_line(tmp_path, kind):
+    """A --dir that is a file or a device listed the known models as if it were an empty folder,
+    exit 0 (issue #41): it is refused, naming it."""
+    path = "/dev/zero" if kind == "device" else str(tmp_path / "m.gguf")
+    if kind == "file":
+        (tmp_path / "m.gguf").write_bytes(b"GGUF")
+    result = runner.invoke(app, ["llm", "models", "--dir", path])
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (f"error: {path}, field '--dir': not a folder (the model directory "
+                             "holds .gguf files)\n")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [(["llm", "serve", "/nonexistent/model.gguf"], "no such model file"),

@@ -110,3 +110,23 @@ def test_an_unnamed_server_is_still_called_lost_and_the_name_is_asked_again_late
 def test_the_grace_must_be_positive() -> None:
     with pytest.raises(ValueError):
         ServerWatch("halt", lambda: True, grace=0.0)
+
+
+def test_a_caller_about_to_use_a_server_learns_its_name_unpaced_so_a_loss_right_after_names_it(
+        ) -> None:
+    """The graph names a node's services a moment after its endpoints match: `named()` asks at
+    once (the orchestrator waits on it before a goal), where `there()` asks once a second."""
+    g = Graph()
+    g.node = None
+    w = g.watch()
+    assert w.there() and w.node is None
+    g.node = "vla_node"  # the graph caught up within the second
+    assert w.named() and g.asked == 2
+    assert w.named() and g.asked == 2  # known: not asked again
+    g.up = False
+    w.check()
+    g.now += SERVER_GRACE_S + 0.5
+    assert w.lost() == "vla_node's run_policy went away (not seen for 2.5 s: did its node stop?)"
+    g2 = Graph()
+    g2.up = False
+    assert not g2.watch().named() and g2.asked == 0  # not there: nobody to ask about

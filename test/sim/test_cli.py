@@ -64,6 +64,18 @@ def test_bad_input_exits_2_with_one_error_line(tmp_path: Path) -> None:
         assert "Traceback" not in res.output
 
 
+def test_a_full_disk_names_the_file_it_could_not_write(tmp_path: Path) -> None:
+    """/dev/full answers every write with ENOSPC, an error that names no file: the message
+    names the output being written (it said only 'cannot write output', issue #41)."""
+    scene = str(DATA / "tiny_basket.yaml")
+    for args, full in [(["--trace", "/dev/full"], "/dev/full"),
+                       (["--trace", str(tmp_path / "t.jsonl"), "--labels", "/dev/full"],
+                        "/dev/full")]:
+        res = runner.invoke(app, ["sim", "run", "--scene", scene, *args, "-q"])
+        assert res.exit_code == 2, res.output
+        assert res.stderr == f"error: {full}: cannot write output: No space left on device\n"
+
+
 def test_objects_gives_the_grounding_input() -> None:
     res = runner.invoke(app, ["sim", "objects", "--scene", "mug_microwave"])
     assert res.exit_code == 0, res.output

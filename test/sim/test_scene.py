@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mango.errors import InputError
 from mango.sim.scene import SCENES_DIR, list_scenes, load_scene, resolve_scene
@@ -123,3 +126,57 @@ def test_region_with_unknown_parent_and_broken_yaml() -> None:
     with pytest.raises(InputError, match="invalid YAML") as err:
         load_scene(DATA / "bad_yaml.yaml")
     assert err.value.line is not None
+
+
+@pytest.mark.parametrize(("mutate", "field", "message"), [
+    (lambda d: d["entities"][2].update(size=[1e20, 0.09, 0.04]), "entities[2].size[0]",
+     "(entity 'box_1') Input should be less than or equal to 10"),
+    (lambda d: d.update(table={"size": [1e20, 1.2]}), "table.size[0]",
+     "less than or equal to 10"),
+    (lambda d: d.update(cameras=[{"name": "front", "pos": [1, 0, 1.5], "lookat": [0, 0, 0.9],
+                                  "fovy": 1e20}]), "cameras[0].fovy", "less than 180"),
+])
+def test_sizes_and_angles_past_their_bounds_name_the_field(tmp_path: Path, mutate, field,
+                                                           message) -> None:
+    """A box of 1e20 m built and ran for minutes; a field of view of 1e20 degrees was a MuJoCo
+    traceback. Both are bounded in the scene model (issue #41, class 2)."""
+    data = _tiny()
+    mutate(data)
+    with pytest.raises(InputError) as err:
+        load_scene(_write(tmp_path, data))
+    assert err.value.field == field and message in str(err.value), str(err.value)
+
+
+@settings(max_examples=25, deadline=None)
+@given(side=st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                      st.floats(min_value=1e-12, max_value=1e-3)),
+       fovy=st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                      st.floats(min_value=1e-9, max_value=179.9)))
+def test_a_scene_either_builds_or_is_one_input_error(side: float, fovy: float) -> None:
+    """Property: whatever a box's side and a camera's field of view, the scene loads and builds,
+    or one `InputError` says why (the model's bound, or what MuJoCo's compiler refused, such as
+    a body too light for its inertia) - never MuJoCo's ValueError."""
+    from mango.sim.build import build_scene
+
+    data = _tiny()
+    data["entities"][2]["size"] = [side, 0.09, 0.04]
+    data["cameras"] = [{"name": "front", "pos": [1, 0, 1.5], "lookat": [0, 0, 0.9], "fovy": fovy}]
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            build_scene(load_scene(_write(Path(tmp), data)))
+        except InputError as exc:
+            assert "\n" not in str(exc)
+            return
+    assert 0 < side <= 10 and 0 < fovy < 180
+
+
+def test_what_mujoco_refuses_is_an_input_error_naming_the_scene(tmp_path: Path) -> None:
+    from mango.sim.build import build_scene
+
+    data = _tiny()
+    data["entities"][2]["size"] = [1e-9, 1e-9, 1e-9]  # inertia below MuJoCo's mjMINVAL
+    with pytest.raises(InputError) as err:
+        build_scene(load_scene(_write(tmp_path, data)))
+    said = str(err.value)
+    assert said.startswith("scene 'tiny_basket': MuJoCo cannot build it: mass and inertia of "
+                           "moving bodies must be larger than mjMINVAL Element name 'box_1'")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import logging
 import mmap
+import os
 import re
 import struct
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from mcap.records import Channel, Chunk, Message, Schema
 from mcap.stream_reader import breakup_chunk
 
 from mango.bags.writer import qos_profile
-from mango.errors import InputError
+from mango.errors import InputError, open_user_file, read_user_text
 
 log = logging.getLogger(__name__)
 
@@ -171,14 +172,18 @@ class BagReader:
             self.metadata = self._read_metadata()
             files = self.metadata.get("relative_file_paths") or sorted(
                 p.name for p in self.path.glob("*.mcap"))
+            if not files and not self.metadata:  # a folder is no bag (an empty one is none)
+                raise InputError("no bag here: no metadata.yaml and no .mcap file",
+                                 file=str(self.path))
             self.files = [self.path / f for f in files]
-        elif self.path.is_file():
+        elif os.path.lexists(self.path):  # a FIFO or a device is named as what it is
+            open_user_file(self.path, "bag", max_bytes=None).close()
             self.metadata = {}
             self.files = [self.path]
         else:
             raise InputError("no such bag", file=str(self.path))
         for f in self.files:
-            if not f.is_file():
+            if not f.is_file() and not os.path.lexists(f):
                 raise InputError(f"bag file {f.name} listed in metadata.yaml is missing",
                                  file=str(self.path))
         self.truncated = False
@@ -193,10 +198,11 @@ class BagReader:
 
     def _read_metadata(self) -> dict[str, Any]:
         meta = self.path / "metadata.yaml"
-        if not meta.is_file():
+        if not os.path.lexists(meta):
             return {}
+        text = read_user_text(meta, "bag metadata")
         try:
-            data = yaml.safe_load(meta.read_text()) or {}
+            data = yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:
             raise InputError(f"invalid metadata.yaml: {exc}", file=str(meta)) from None
         info = data.get("rosbag2_bagfile_information") if isinstance(data, dict) else None
@@ -255,7 +261,7 @@ class BagReader:
         """Scan the file's records directly (a dozen times faster than the generic reader for
         the unchunked files our recorder writes); chunks, as `ros2 bag record` writes them, go
         through the `mcap` library."""
-        with file.open("rb") as fh:
+        with open_user_file(file, "bag file", max_bytes=None) as fh:
             head = fh.read(len(MAGIC))
             if len(head) < len(MAGIC) and MAGIC.startswith(head):
                 self._truncated(file, 0, "the file ends inside its magic, before any record")

@@ -71,7 +71,9 @@ def _bad_parameter(exc: Any) -> str:
     name = exc.param_hint if isinstance(exc.param_hint, str) else None
     if name is None and param is not None:
         opts = [o for o in (getattr(param, "opts", None) or []) if o.startswith("-")]
-        name = max(opts, key=len) if opts else param.human_readable_name
+        # an argument is named as the usage line shows it (ORACLE, OBJECT; BAG for BAG...)
+        name = max(opts, key=len) if opts else str(
+            getattr(param, "display_name_raw", None) or param.name).upper().removesuffix("...")
     message = exc.message
     lo, hi = getattr(param, "min", None), getattr(param, "max", None)
     if lo is not None or hi is not None:  # the whole range, not only the side crossed

@@ -8,6 +8,7 @@ json, md or html.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -152,7 +153,7 @@ def report(
     if fmt not in ("html", "md", "json"):
         _fail(f"--format must be html, md or json, not '{fmt}'")
     db = folder / STORE_FILE
-    if not db.is_file():
+    if not os.path.lexists(db):
         _fail(f"{folder}: no {STORE_FILE} here (not a campaign output folder)")
     if out is not None:
         output_file(out, "report")

@@ -32,6 +32,7 @@ def demo(
 
     from rich.console import Console
 
+    from mango.cli.outputs import output_dir
     from mango.client.demo import print_result, run_demo
     from mango.client.episode import RunFailed
     from mango.errors import InputError
@@ -39,6 +40,8 @@ def demo(
     console = Console()
     out = out or Path("out") / f"demo_{time.strftime('%Y%m%d_%H%M%S')}"
     try:
+        # checked first: a recorder that cannot write its bag ends the run late
+        output_dir(output_dir(out, "demo output folder") / "bag", "bag folder", new=True)
         result = run_demo(scene, seed, fault, out, console, views=record_views)
     except InputError as exc:
         sys.stderr.write(f"error: {exc}\n")

@@ -71,9 +71,13 @@ def models(
     """List the models `serve` and the local backend can use."""
     from rich.table import Table
 
+    from mango.errors import InputError
     from mango.llm.local import list_models, model_dir
 
     where = directory or model_dir()
+    if directory is not None and directory.exists() and not directory.is_dir():
+        raise InputError("not a folder (the model directory holds .gguf files)",
+                         file=str(directory), field="--dir")
     table = Table(title=f"models ({where})")
     for col in ("name", "status", "size", "description", "path"):
         table.add_column(col, overflow="fold")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -77,6 +78,7 @@ def run(
     from rich.console import Console
 
     from mango.cli.bringup import node_output
+    from mango.cli.outputs import output_dir
     from mango.client.episode import Episode, RunFailed, run_episode
     from mango.errors import InputError
 
@@ -93,6 +95,8 @@ def run(
         if scene is None and not attach:
             raise InputError("give --scene (or --attach to a running `mango bringup sim`)",
                              field="scene")
+        if bag is not None and not attach:  # first: a recorder that cannot write ends late
+            bag = str(output_dir(Path(bag).expanduser().resolve(), "bag folder", new=True))
         report = run_episode(Episode(scene, oracle, backend or "expert", fault, seed, bag,
                                      namespace, options, views=record_views, attach=attach,
                                      max_steps=max_steps),

@@ -15,7 +15,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from mango.cli.bounds import SeedOpt
+from mango.cli.bounds import SeedOpt, checked_phrase
 
 app = typer.Typer(help="Grasp and place primitives grounded in perception (embedded sim).",
                   no_args_is_help=True)
@@ -100,10 +100,12 @@ def _write_trace(path: Path | None, states: list) -> None:
 
 @app.command(name="pick-place")
 def pick_place(
-    obj: Annotated[str, typer.Argument(metavar="OBJECT", help="What to grasp ('the bowl').")],
+    obj: Annotated[str, typer.Argument(metavar="OBJECT", help="What to grasp ('the bowl').",
+                                       callback=checked_phrase)],
     destination: Annotated[str, typer.Argument(
-        metavar="DESTINATION", help="'in the basket', 'on the plate', 'empty space next to "
-        "the bowl', 'empty space on the table'.")],
+        metavar="DESTINATION", callback=checked_phrase,
+        help="'in the basket', 'on the plate', 'empty space next to the bowl', 'empty space on "
+        "the table'.")],
     scene: SceneOpt,
     seed: SeedOpt = 0,
     perception: BackendOpt = "sim",
@@ -140,7 +142,8 @@ def pick_place(
 
 @app.command()
 def grasp(
-    phrase: Annotated[str, typer.Argument(help="What to grasp ('the alphabet soup').")],
+    phrase: Annotated[str, typer.Argument(help="What to grasp ('the alphabet soup').",
+                                          callback=checked_phrase)],
     scene: SceneOpt,
     seed: SeedOpt = 0,
     perception: BackendOpt = "sim",
@@ -164,11 +167,12 @@ def grasp(
 @app.command()
 def place(
     destination: Annotated[str, typer.Argument(
-        metavar="PHRASE", help="Destination: 'in the basket', 'empty space next to the bowl'.")],
+        metavar="PHRASE", callback=checked_phrase,
+        help="Destination: 'in the basket', 'empty space next to the bowl'.")],
     scene: SceneOpt,
     obj: Annotated[str | None, typer.Option(
-        "--object", help="What to grasp first (default: the first object the scene's "
-        "expert plan moves).")] = None,
+        "--object", callback=checked_phrase, help="What to grasp first (default: the first "
+        "object the scene's expert plan moves).")] = None,
     seed: SeedOpt = 0,
     perception: BackendOpt = "sim",
     camera: CameraOpt = "front",

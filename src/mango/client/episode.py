@@ -31,7 +31,7 @@ from mango.bringup import NodeDied
 from mango.client.robot import Robot, TaskResult
 from mango.client.session import StackSession
 from mango.client.tasks import Outcome
-from mango.errors import InputError
+from mango.errors import InputError, open_user_file
 from mango.policy.registry import BACKENDS
 from mango.sim.faults import parse_fault
 from mango.sim.scene import REPO_ROOT, SceneSpec, load_scene, resolve_scene
@@ -189,8 +189,9 @@ def _oracle_path(spec: SceneSpec, scene_path: Path, oracle: str | None) -> Path:
         path = (REPO_ROOT / spec.oracle).resolve()
     else:
         path = Path(oracle).resolve()
-    if not path.is_file():
+    if not path.exists():
         raise InputError("oracle file not found", file=str(path))
+    open_user_file(path, "oracle").close()  # a device, a FIFO or a folder: named as such
     return path
 
 

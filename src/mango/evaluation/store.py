@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mango.errors import InputError
+from mango.errors import InputError, open_user_file
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS episodes (
@@ -49,6 +50,8 @@ class Store:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.lexists(self.path):  # a FIFO or a device is named as what it is
+            open_user_file(self.path, "campaign store", max_bytes=None).close()
         with self._checked():
             self.db = sqlite3.connect(self.path)
             try:

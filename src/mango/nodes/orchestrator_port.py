@@ -30,7 +30,7 @@ from mango.control.robot import RobotConfig
 from mango.errors import InputError
 from mango.nodes.actions import ActionClient
 from mango.oracle.world_state import WorldState
-from mango.orchestrator.liveness import ServerWatch, ToolServerLost
+from mango.orchestrator.liveness import NAME_WAIT_S, ServerWatch, ToolServerLost
 from mango.orchestrator.ports import Observer, TaskCancelled, at_rest
 from mango.orchestrator.schemas import Subgoal
 from mango.orchestrator.tools import Interrupted, ToolResult
@@ -230,6 +230,7 @@ class RosPort:
                 timeout, lambda pred, s: self._until(pred, s, watch))):
             raise ToolServerLost(watch.server, f"{watch.label} is not available (waited "
                                  f"{timeout:g} s: is its node running?)")
+        self._until(watch.named, NAME_WAIT_S, watch, poll=0.02)  # unnamed after it: no matter
 
     def halt_now(self) -> Any:
         """Ask the controller to stop and hold (the answer is not waited for here)."""

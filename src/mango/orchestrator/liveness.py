@@ -20,6 +20,10 @@ from collections.abc import Callable
 
 SERVER_GRACE_S = 2.0  # s a seen server may be missing before it counts as gone
 NAME_RETRY_S = 1.0  # s between two looks for the serving node while it is unknown
+# s a caller waits, once a server is there, for the graph to say which node serves it: a node's
+# services reach the graph a moment after its endpoints match, and a server that dies in that
+# moment must still be named
+NAME_WAIT_S = 2.0
 
 
 class ToolServerLost(Exception):
@@ -71,6 +75,13 @@ class ServerWatch:
         if self._missing_since is None:
             self._missing_since = now
         return False
+
+    def named(self) -> bool:
+        """Look for the serving node now (not paced): whether it is known. A caller about to
+        use the server waits on this briefly, so that a loss right after is named."""
+        if self.node is None and self._present():
+            self.node = self._serving_node() or None
+        return self.node is not None
 
     def lost(self) -> str | None:
         """Look once: why the server counts as gone, or None while it may still be there."""

@@ -259,7 +259,11 @@ class _Builder:
                           size=[s / 2 for s in r.size], rgba=[0, 1, 0, 0.15], group=5)
         if self.markers is not None:
             self._markers(self.markers)
-        model = self.spec.compile()
+        try:
+            model = self.spec.compile()
+        except ValueError as exc:  # a value the model validates but MuJoCo's compiler refuses
+            raise InputError(f"scene '{sc.name}': MuJoCo cannot build it: "
+                             + " ".join(str(exc).removeprefix("Error: ").split())) from None
         return self._maps(model)
 
     def _markers(self, mm: MarkerMap) -> None:

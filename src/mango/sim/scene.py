@@ -16,12 +16,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from mango.errors import InputError, from_validation_error
 from mango.yaml_files import read_yaml_mapping
 
+MAX_EXTENT_M = 10.0
+"""The longest side of an entity, a region or the table: a tabletop's things are under a metre
+(the shipped scenes' longest is 0.34 m); a box of 1e20 m built and then ran for minutes."""
+
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Unit = Annotated[float, Field(ge=0, le=1)]
+Extent = Annotated[float, Field(gt=0, le=MAX_EXTENT_M, allow_inf_nan=False)]
 Vec2 = tuple[Finite, Finite]
 Vec3 = tuple[Finite, Finite, Finite]
-Size3 = tuple[Positive, Positive, Positive]
+Size3 = tuple[Extent, Extent, Extent]
 Rgba = tuple[Unit, Unit, Unit, Unit]
 
 FR3_JOINTS: tuple[str, ...] = tuple(f"fr3_joint{i}" for i in range(1, 8))
@@ -147,7 +152,7 @@ class RegionSpec(_Strict):
 
 class TableSpec(_Strict):
     id: str = "main_table"
-    size: tuple[Positive, Positive] = (1.0, 1.2)
+    size: tuple[Extent, Extent] = (1.0, 1.2)
     height: Positive = 0.9  # z of the top surface
     color: Rgba = (0.72, 0.6, 0.45, 1.0)
 
@@ -194,7 +199,7 @@ class CameraSpec(_Strict):
     name: str
     pos: Vec3
     lookat: Vec3
-    fovy: Positive = 45.0
+    fovy: Annotated[float, Field(gt=0, lt=180)] = 45.0  # degrees, as MuJoCo takes it
 
 
 class SceneSpec(_Strict):
@@ -349,12 +354,13 @@ def _named_error(exc: ValidationError, data: dict, file: str) -> InputError:
     """Like `from_validation_error`, but list indices of entities become their ids."""
     err = from_validation_error(exc, file=file)
     loc = exc.errors()[0]["loc"]
-    if len(loc) >= 2 and loc[0] in ("entities", "regions", "expert") and isinstance(loc[1], int):
+    named = {"entities": "entity", "regions": "region", "expert": "skill"}
+    if len(loc) >= 2 and loc[0] in named and isinstance(loc[1], int):
         items = data.get(loc[0])
         if isinstance(items, list) and loc[1] < len(items) and isinstance(items[loc[1]], dict):
             ident = items[loc[1]].get("id")
             if ident:
-                err.message = f"({loc[0][:-1]} '{ident}') {err.message}"
+                err.message = f"({named[str(loc[0])]} '{ident}') {err.message}"
     return err
 
 
