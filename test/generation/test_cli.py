@@ -116,7 +116,8 @@ def test_all_refuses_one_task_and_generates_the_others(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["bad_json", "no_entry", "no_libraries", "bad_ablation",
-                                  "empty_instruction", "bad_backend"])
+                                  "empty_instruction", "bad_backend", "fallback_offline",
+                                  "fallback_disagrees"])
 def test_bad_input_exit_2(case, libdir, tmp_path):
     out = str(tmp_path / "o.json")
     args = ["oracle", "--instruction", "put both moka pots on the stove", "--scene", SCENES,
@@ -135,10 +136,16 @@ def test_bad_input_exit_2(case, libdir, tmp_path):
         args[2] = "  "
     elif case == "bad_backend":
         args += ["--backend", "telepathy"]
+    elif case == "fallback_offline":  # the reader cannot be its own fallback
+        args += ["--fallback", "offline"]
+    elif case == "fallback_disagrees":
+        args += ["--fallback", "local", "--opt", "fallback=openai"]
     res = invoke(*args)
     assert res.exit_code == 2, res.stderr
     assert res.stderr.startswith("error: ")
     assert "Traceback" not in res.stderr
+    if case.startswith("fallback"):
+        assert "fallback" in res.stderr
     if case == "bad_json":
         assert "scene.json:2:" in res.stderr
 

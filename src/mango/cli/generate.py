@@ -43,6 +43,9 @@ AblationOpt = Annotated[str, typer.Option(
 FunctionsOpt = Annotated[Path | None, typer.Option(
     "--functions", help="Function library JSON (spec §4); default: the engine's built-ins.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")]
+FallbackOpt = Annotated[str | None, typer.Option(
+    "--fallback", help="With --backend offline: the model backend (local, openai) asked only "
+    "for what the offline reader refuses; same as --opt fallback=NAME.")]
 Module3CapOpt = Annotated[int, typer.Option("--max-iterations", min=1, max=100,
                                             help="Module III cap.")]
 
@@ -50,6 +53,20 @@ Module3CapOpt = Annotated[int, typer.Option("--max-iterations", min=1, max=100,
 def _fail(exc: InputError | Exception) -> NoReturn:
     sys.stderr.write(f"error: {exc}\n")
     raise typer.Exit(2)
+
+
+def _with_fallback(opts: list[str] | None, fallback: str | None) -> list[str] | None:
+    """`--fallback NAME` as the backend option it stands for (`--opt fallback=NAME` still
+    works); both, naming different backends, is a mistake said as one."""
+    from mango.errors import InputError
+
+    if fallback is None:
+        return opts
+    given = [o.partition("=")[2] for o in opts or [] if o.partition("=")[0].strip() == "fallback"]
+    if any(g != fallback for g in given):
+        _fail(InputError(f"--fallback {fallback} and --opt fallback={given[0]} disagree",
+                         field="--fallback"))
+    return [*(opts or []), f"fallback={fallback}"]
 
 
 @contextmanager
@@ -163,7 +180,9 @@ class CallProgress:
         return getattr(self._backend, name)
 
 
-def _run_guarded(fn: Any) -> Any:
+def _run_guarded(fn: Any, output: Path | str | None = None) -> Any:
+    """`fn()`, with what it may raise as one line; `output` (the file or folder it writes) is
+    named when the system's error names no file (a full disk)."""
     from mango.errors import InputError
     from mango.llm.backend import BackendError, Refusal
 
@@ -172,7 +191,7 @@ def _run_guarded(fn: Any) -> Any:
     except InputError as exc:
         _fail(exc)
     except OSError as exc:  # writing an artifact (disk full, a folder removed meanwhile)
-        _fail(write_error(exc, getattr(exc, "filename", "") or "?"))
+        _fail(write_error(exc, output if output is not None else "?"))
     except Refusal as exc:
         sys.stderr.write(f"refused: {exc}\n")
         raise typer.Exit(1) from None
@@ -203,7 +222,7 @@ def library(
     except InputError as exc:
         _fail(exc)
     with _session(backend, model, opt, ablation, functions, quiet) as s:
-        run = _run_guarded(lambda: run_library(s, task_list, out))
+        run = _run_guarded(lambda: run_library(s, task_list, out), out)
     if not quiet:
         sys.stderr.write(f"wrote {out / 'atomic_library.json'} "
                          f"({len(run.atomic_library.atomic_library)} tasks) and "
@@ -230,6 +249,7 @@ def oracle(
     ablation: AblationOpt = "full",
     max_iterations: Module3CapOpt = 25,
     quiet: QuietOpt = False,
+    fallback: FallbackOpt = None,
 ) -> None:
     """Module III: the fine-grained oracle of one instruction."""
     from mango.cli.scenes import scene_file
@@ -245,8 +265,9 @@ def oracle(
         path = output_file_in(out, f"{slugify(instruction).rstrip('_')}.json", "oracle file")
     except InputError as exc:
         _fail(exc)
+    opt = _with_fallback(opt, fallback)
     with _session(backend, model, opt, ablation, functions, quiet, max_iterations) as s:
-        run = _run_guarded(lambda: run_oracle(s, instruction, entry, libs, path))
+        run = _run_guarded(lambda: run_oracle(s, instruction, entry, libs, path), path)
     if not quiet:
         sys.stderr.write(f"wrote {path} ({len(run.oracle.actions())} monitored actions, "
                          f"{run.module3.iterations} iteration(s))\n")
@@ -267,6 +288,7 @@ def all_(
     opt: OptOpt = None,
     ablation: AblationOpt = "full",
     quiet: QuietOpt = False,
+    fallback: FallbackOpt = None,
 ) -> None:
     """Libraries for all tasks, then one oracle per task (summary.json lists them)."""
     from mango.errors import InputError
@@ -279,8 +301,10 @@ def all_(
         output_dir(out)
     except InputError as exc:
         _fail(exc)
+    opt = _with_fallback(opt, fallback)
     with _session(backend, model, opt, ablation, functions, quiet) as s:
-        run = _run_guarded(lambda: run_all(s, task_list, scene_file, out, str(scenes)))
+        run = _run_guarded(lambda: run_all(s, task_list, scene_file, out, str(scenes)),
+                           out)
     if not quiet:
         ok = sum(r.approved for _, _, r in run.oracles)
         sys.stderr.write(f"wrote {out}: {ok}/{len(run.oracles)} oracles approved in "
@@ -426,8 +450,9 @@ def minimize(
                 sys.stderr.write(msg + "\n")
 
         res = _run_guarded(lambda: minimize_tasks(
-            task_list, make, embedder, tau, seed, generations, patience, evaluations, progress))
-    _run_guarded(lambda: write_json(path, res.to_json()))
+            task_list, make, embedder, tau, seed, generations, patience, evaluations, progress),
+            path)
+    _run_guarded(lambda: write_json(path, res.to_json()), path)
     if not quiet:
         sys.stderr.write(f"kept {len(res.selected)}/{len(task_list)} tasks (similarity "
                          f"{res.similarity:.3f}, {res.generations} generations, {res.stopped}); "

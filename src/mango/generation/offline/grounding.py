@@ -14,6 +14,7 @@ from mango.generation.models import SceneTask
 from mango.generation.offline.lexicon import LEXICON, head_noun, singular, token_sim, tokens_of
 from mango.generation.offline.matching import Grounder
 from mango.generation.offline.parsing import (
+    MENTION,
     NounPhrase,
     parse_instruction,
     parse_noun_phrase,
@@ -61,6 +62,26 @@ _PLACE_WORDS = {"on_top": "on top of", "right_of": "to the right of",
                 "left_of": "to the left of", "front_of": "in front of", "near": "next to"}
 
 
+def _one_as_head(words: list[str]) -> int | None:
+    """Where "one"/"ones" stands for a noun ("the right one", "the one in the middle", "the
+    one that is on the plate"), not a number ("one bowl")."""
+    for i, w in enumerate(words):
+        if w in {"one", "ones"} and i > 0:
+            nxt = words[i + 1] if i + 1 < len(words) else None
+            if nxt is None or nxt in {"that", "which", "at", "from", "of", "with", "_s"} or any(
+                    tuple(words[i + 1 : i + 1 + len(p)]) == p for p, _ in LEXICON.locators):
+                return i
+    return None
+
+
+def _every_thing(ref: Reference) -> bool:
+    """"every item", "everything", "the objects": a phrase that names no kind, said of all
+    (every movable object the rest of the phrase keeps)."""
+    if not all(w in LEXICON.stop for w in ref.name):
+        return False
+    return ref.universal or (bool(ref.name) and singular(ref.name[-1]) != ref.name[-1])
+
+
 class InstructionGrounder:
     """Turns an instruction into grounded goals on one scene."""
 
@@ -75,6 +96,9 @@ class InstructionGrounder:
         self._clause_order = 0
         # the head noun last said for each role: "the right one" is the right plate
         self._last_head: dict[str, str] = {}
+        # the things last said together ("the white mug and the red mug"), in the order
+        # said: what "the former" and "the latter" choose from
+        self._group: list[str] = []
 
     def _mention(self, *ents: str | None) -> None:
         for e in ents:
@@ -98,6 +122,26 @@ class InstructionGrounder:
             if role == "switchable" and self.g.is_switchable(ent):
                 return ent
         return None
+
+    def _can(self, role: str, ent: str) -> bool:
+        """Whether `ent` (or the fixture it is a part of) opens and closes / switches."""
+        node: str | None = ent
+        while node is not None:
+            if (self.g.is_closable(node) if role == "closable" else self.g.is_switchable(node)):
+                return True
+            node = self.g.parent(node)
+        return False
+
+    def _part_said(self, ent: str, words: list[str]) -> str:
+        """"the lower shelf", "the upper drawer": where the phrase matched the whole fixture,
+        the part inside it its height word names ("the top of the cabinet" is its top side,
+        left as it is)."""
+        heights = {w for i, w in enumerate(words) if w in LEXICON.grammar["part_words"]
+                   and i + 1 < len(words) and words[i + 1] != "of"}
+        if not heights or self.g.is_region(ent) or self.g.is_movable(ent):
+            return ent
+        prefer = set(heights).union(*(g for g in LEXICON.synonyms if heights & g))
+        return self._child_region(ent, prefer, inner=True) or ent
 
     def _split_coordination(self, np: NounPhrase) -> list[list[str]]:
         parts: list[list[str]] = [[]]
@@ -124,21 +168,37 @@ class InstructionGrounder:
                 self.problems.append(f"a clause names no {role}")
                 return []
             return [ent]
-        if np.is_pronoun:
+        if np.is_pronoun or np.words in (["that", "one"], ["this", "one"]):
             ent = self._resolve_pronoun(role, exclude)
             if ent is None:
                 self.problems.append(f"cannot resolve '{np.text}' ({role})")
             return [ent] if ent else []
+        content = [w for w in np.words if w not in LEXICON.stop]
+        order_pronouns = LEXICON.grammar["order_pronouns"]
+        if len(content) == 1 and content[0] in order_pronouns:
+            # "the former", "the latter": of the things last said together
+            if len(self._group) < 2:
+                self.problems.append(f"cannot resolve '{np.text}' ({role})")
+                return []
+            return [self._group[order_pronouns[content[0]]]]
         pool = self._pool(role)
         words = [w for w in np.words if w not in {"too", "also"}]
+        last = "last" in words and not any(w in LEXICON.layout_directions for w in words)
+        if last or any(w in LEXICON.grammar["others"] for w in words):
+            # "the other two mugs", "the remaining bowl", "then the last one" (no direction
+            # to count from): not those already spoken of
+            pool = [e for e in pool if e not in self.mentioned] or pool
         content = [w for w in words if w not in LEXICON.stop]
-        if words and words[-1] in {"one", "ones"} and content and self._last_head:
+        one = _one_as_head(words)
+        if one is not None and self._last_head:
+            # "the right one", "the one in the middle": the head noun said last
             head = self._last_head.get(role) or next(iter(self._last_head.values()))
-            np = NounPhrase(words=[*words[:-1], head], plural=np.plural,
+            np = NounPhrase(words=[*words[:one], head, *words[one + 1 :]], plural=np.plural,
                             quantified=np.quantified)
-        elif content and content[-1] not in LEXICON.pronouns:
-            self._last_head[role] = head_noun(words) or content[-1]
         ref = analyse(np.words)
+        if one is None and content and content[-1] not in LEXICON.pronouns:
+            # the name's head, not a locator's ("the bowl at the front": bowl)
+            self._last_head[role] = head_noun(ref.name) or content[-1]
         if locator is not None and any(w not in LEXICON.stop for w in locator[1]):
             ref.locators.append(locator)
         parts = self._split_coordination(NounPhrase(ref.name))
@@ -148,10 +208,16 @@ class InstructionGrounder:
             refs = [analyse(p) for p in parts]
             ranked = [self.g.rank(r.name, pool)[:1] or [("", 0.0)] for r in refs]
             worst = min(r[0][1] for r in ranked)
-            if (np.quantified or worst >= best_whole - 0.05) and worst >= _ACCEPT:
+            # the whole phrase is one name ("the yellow and white mug") only where its best
+            # match covers every word of it ("the cheese and the butter" is two things)
+            covers = bool(whole) and all(
+                any(token_sim(w, n) > 0 for n in self.g.words(whole[0][0]))
+                for w in ref.name if w not in LEXICON.stop)
+            if (np.quantified or worst >= best_whole - 0.05 or not covers) and worst >= _ACCEPT:
                 ids = [self._ground_ref(r, np, role, pool, exclude) for r in refs]
                 flat = [e for group in ids for e in group]
                 if all(ids) and len(set(flat)) == len(flat):
+                    self._group = flat
                     return flat
                 if not all(ids):
                     return []
@@ -169,15 +235,30 @@ class InstructionGrounder:
                     exclude: set[str], ties_ok: bool = False) -> list[str]:
         self._ambiguous = False
         text = " ".join(ref.name) if ref.name != np.words else np.text
-        if ref.universal and all(w in LEXICON.stop for w in ref.name):
+        if _every_thing(ref):
             return self._every_object(ref, np, role, pool, exclude)
         whole = self.g.rank(ref.name, pool)
+        contradicted = {e: w for e, sc in whole if sc >= _ACCEPT
+                        and (w := self.g.contradiction(ref.name, e)) is not None}
+        whole = [(e, sc) for e, sc in whole if e not in contradicted]
         best = whole[0][1] if whole else 0.0
         if not whole or best < _ACCEPT:
-            self.problems.append(f"no scene entity matches '{text}' ({role})")
+            why = "; ".join(f"{e} is not '{w}'" for e, w in contradicted.items())
+            self.problems.append(f"no scene entity matches '{text}' ({role})"
+                                 + (f": {why}" if why else ""))
             return []
         ties = [e for e, sc in whole if sc >= best - 0.02 and sc >= _ACCEPT]
-        if len(ties) > 1 and [e for e in ties if e not in exclude]:
+        if ref.ordinal is not None:
+            # "the first mug from the right" counts every mug, not only the names that
+            # match "mug" best ("white mug" before "yellow and white mug")
+            head = head_noun(ref.name)
+            alike = [e for e, sc in whole if sc >= _ACCEPT and head is not None and any(
+                token_sim(head, h) == 1.0 for h in self.g.head_words(e))]
+            ties = alike if len(alike) > len(ties) else ties
+        if len(ties) > 1 and [e for e in ties if e not in exclude] and not (
+                ref.modifiers or ref.ordinal):
+            # (where layout words choose, they choose among all alike: "the one in the
+            # middle" of three bowls, though one of them is the bowl being moved)
             ties = [e for e in ties if e not in exclude]
         many = ref.selects_many or np.plural
         if many:
@@ -208,6 +289,9 @@ class InstructionGrounder:
             known = [e for e in chosen if e in self.mentioned]
             if len(known) == 1:
                 return known  # "the drawer": the one already spoken of
+            if np.words[0] in LEXICON.grammar["indefinites"] and role == "object":
+                # "one moka pot", "a bowl": any of them will do; one not yet spoken of
+                return [next((e for e in chosen if e not in self.mentioned), chosen[0])]
             if ties_ok:
                 return chosen
             self._ambiguous = True
@@ -255,6 +339,12 @@ class InstructionGrounder:
                 chosen = kept
         if len(chosen) > 1 and (ref.modifiers or ref.ordinal) and not keep_many:
             kept = chooser.by_modifiers(chosen, ref.modifiers, ref.ordinal)
+            if kept is None and ref.modifiers:
+                # no layout to tell by: the names may ("the plate on the left" is the one
+                # described as the "left plate")
+                ranked = self.g.rank([*ref.name, *ref.modifiers], chosen)
+                top = [e for e, sc in ranked if sc >= ranked[0][1] - 0.02]
+                kept = top if len(top) < len(chosen) else None
             if kept is not None:
                 chosen = kept
         return chosen
@@ -266,6 +356,8 @@ class InstructionGrounder:
             out = [e for p in parts for e in self.ground_np(NounPhrase(p), "target", exclude)]
             return out if len(out) == len(parts) and out else None
         ids = self.ground_np(NounPhrase(words), "target", exclude, ties_ok=True)
+        if len(ids) == 1:
+            self._mention(*ids)  # "the mug closest to the left plate ... on it"
         return ids or None
 
     def _ground_exception(self, words: list[str], base: list[str], among: list[str]
@@ -415,9 +507,19 @@ class InstructionGrounder:
             for goal in result.goals:
                 order.setdefault(id(goal), self._clause_order)
             self._clause_order = clause.order
+            if clause.verb == MENTION:  # things shown or kept, for what follows to speak of
+                said = len(self.problems)
+                self._mention(*self.ground_np(clause.obj, "object"))
+                del self.problems[said:]  # asking nothing, it cannot fail the instruction
+                continue
             if clause.verb in {"open", "close", "turn_on", "turn_off"}:
                 role = "closable" if clause.verb in {"open", "close"} else "switchable"
                 ids = self.ground_np(clause.obj, role)
+                if not all(self._can(role, ent) for ent in ids):
+                    what = "opens or closes" if role == "closable" else "switches on or off"
+                    self.problems.append(f"'{clause.obj.text if clause.obj else clause.text}'"
+                                         f" is not something that {what}")
+                    continue
                 _name(result, clause.obj, ids, clause.text)
                 for ent in ids:
                     result.goals.append(Goal(kind=clause.verb, obj=ent,
@@ -430,9 +532,17 @@ class InstructionGrounder:
                 locator = (clause.source_relation, clause.source.words)
             if clause.verb == "place" and clause.obj is not None and clause.obj.is_pronoun \
                     and pending_pick:
-                objs = [pending_pick[-1].obj]
+                # "pick up the two pots and put them ...": all of the last pick, else the one
+                last = [p.obj for p in pending_pick if p.text == pending_pick[-1].text]
+                objs = last if "them" in clause.obj.words else [pending_pick[-1].obj]
             else:
+                said = len(self.problems)
                 objs = self.ground_np(clause.obj, "object", locator=locator)
+                if not objs and clause.verb_guessed and clause.obj is not None:
+                    # "fly to the moon": no verb, and no thing called "fly" either
+                    del self.problems[said:]
+                    self.problems.append(f"'{clause.obj.text}': no action verb I can read in "
+                                         f"'{clause.text.split(' ', 1)[-1]}'")
             _name(result, clause.obj, objs, clause.text)
             source = None
             if clause.source is not None:
@@ -466,12 +576,18 @@ class InstructionGrounder:
                 clause.target = NounPhrase(words=["it"])
             relation = clause.relation
             self._inner_wanted = {"in": True, "on": False, "on_top": False}.get(relation)
-            targets = self.ground_np(clause.target, "target", exclude=set(objs))
+            on_top = relation == "on_top"
+            targets = self.ground_np(clause.target, "target", exclude=set(objs), ties_ok=on_top)
             self._inner_wanted = None
+            if on_top and len({self.resolve_target(relation, t) for t in targets}) > 1:
+                # "on top of the drawer": any of the drawers, if all have the one top side
+                self.problems.append(f"'{clause.target.text}' is ambiguous: it may be any of "
+                                     f"{', '.join(targets)} (target)")
+                continue
             if not targets:
                 continue
-            landmark = targets[0]
-            if clause.obj is not None and analyse(clause.obj.words).universal:
+            landmark = self._part_said(targets[0], clause.target.words)
+            if clause.obj is not None and _every_thing(analyse(clause.obj.words)):
                 # "put everything in the basket": not the basket, nor what it is part of
                 objs = [o for o in objs if o not in {landmark, self.g.parent(landmark)}]
             if landmark in objs:  # "put the bowl on the bowl" in a scene with one bowl

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,8 @@ def load_lexicon(path: str | Path = LEXICON_PATH) -> Lexicon:
         ordinals=dict(raw["ordinals"]),
         superlatives=dict(raw["superlatives"]),
         locators=tuple(locators),
-        grammar={k: v if isinstance(v, (dict, str)) else frozenset(v)
+        grammar={k: v if isinstance(v, (dict, str)) else frozenset(
+                     tuple(x) if isinstance(x, list) else x for x in v)
                  for k, v in raw["grammar"].items()},
         **sets,
     )
@@ -100,6 +102,7 @@ def load_lexicon(path: str | Path = LEXICON_PATH) -> Lexicon:
 LEXICON = load_lexicon()
 
 
+@lru_cache(maxsize=8192)
 def singular(word: str) -> str:
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
@@ -116,15 +119,18 @@ def tokens_of(text: str) -> list[str]:
     return [w for w in words if not w.isdigit()]
 
 
+@lru_cache(maxsize=65536)
 def token_sim(a: str, b: str) -> float:
-    """1 for the same word, 0.9 for a strong synonym, 0.6 for a weak one, 0.85 for a typo."""
-    if a == b or singular(a) == singular(b):
+    """1 for the same word, 0.9 for a strong synonym, 0.6 for a weak one, 0.85 for a typo
+    (cached: the matcher asks the same pairs for every candidate of every phrase)."""
+    sa, sb = singular(a), singular(b)
+    if a == b or sa == sb:
         return 1.0
     for group in LEXICON.synonyms:
-        if singular(a) in group and singular(b) in group:
+        if sa in group and sb in group:
             return 0.9
     for group in LEXICON.weak_synonyms:
-        if singular(a) in group and singular(b) in group:
+        if sa in group and sb in group:
             return 0.6
     if min(len(a), len(b)) >= 5 and ratio(a, b) >= 85:
         return 0.85  # typos, British spellings

@@ -23,15 +23,43 @@ class EntityNames:
     heads: tuple[str, ...]
 
 
-def _match_score(phrase: list[str], name: tuple[str, ...], name_head: str | None) -> float:
+def _unpackaged(phrase: list[str], name: tuple[str, ...]) -> list[str]:
+    """The phrase less a packaging noun the name does not have, when another word is left to
+    be the head: "the ketchup bottle", "the carton of milk", "the box of butter"."""
+    packaging = LEXICON.grammar["packaging"]
+    kept = [w for w in phrase if not (singular(w) in packaging
+                                      and max(token_sim(w, n) for n in name) == 0.0)]
+    if kept == phrase or not any(w not in LEXICON.stop for w in kept):
+        return phrase
+    return kept
+
+
+def _match_score(phrase: list[str], name: tuple[str, ...], name_head: str | None,
+                 exact: frozenset[str] = frozenset(),
+                 exact_part: frozenset[str] = frozenset()) -> float:
+    """F-measure of the phrase's words against one name; a word in `exact` (one some other
+    thing is called by, word for word) counts half where it matches only a synonym here ("the
+    sauce" is the tomato sauce before it is the ketchup), and the head word, if in `exact_part` (one
+    any candidate, a part included, is called by), where it matches only a weak synonym ("the
+    drawer" is a drawer before it is a stove's cook region)."""
+    if name:
+        phrase = _unpackaged(phrase, name)
     content = [w for w in phrase if w not in LEXICON.stop]
     if not content or not name:
         return 0.0
     head = head_noun(phrase)
+
+    def sim(w: str, n: str) -> float:
+        s = token_sim(w, n)
+        if s < 1.0 and (singular(w) in exact or (
+                s <= 0.6 and w == head and singular(w) in exact_part)):
+            return s * 0.5
+        return s
+
     weights = [2.0 if w == head else 1.0 for w in content]
-    best = [max(token_sim(w, n) for n in name) for w in content]
+    best = [max(sim(w, n) for n in name) for w in content]
     recall = sum(w * b for w, b in zip(weights, best, strict=True)) / sum(weights)
-    covered = [max(token_sim(n, w) for w in content) for n in name]
+    covered = [max(sim(w, n) for w in content) for n in name]
     precision = sum(covered) / len(covered)
     if recall == 0 or precision == 0:
         return 0.0
@@ -71,6 +99,11 @@ class Grounder:
             if id_words:
                 heads.append(id_words[-1])
             self._names[ent] = EntityNames(ent, tuple(n for n in names if n), tuple(heads))
+        # qualified kind names the reader knows (two words or more: "bbq sauce", "black
+        # bowl"): the benchmark's catalogue and this scene's own descriptions
+        said_kinds = [*LEXICON.grammar["known_kinds"], *scene.descriptions.values()]
+        kinds = {tuple(w for w in tokens_of(k) if w not in LEXICON.stop) for k in said_kinds}
+        self._kinds = tuple(k for k in kinds if len(k) > 1)
 
     def _longest_prefix(self, ent: str) -> str | None:
         best = None
@@ -176,10 +209,49 @@ class Grounder:
 
     # -- matching -----------------------------------------------------------------------
 
-    def score(self, phrase: list[str], ent: str) -> float:
+    def contradiction(self, phrase: list[str], ent: str) -> str | None:
+        """The word of a phrase that says `ent` is some other thing, if one does.
+
+        Fuzzy matching lets a phrase match on its head alone ("the sauce"); a modifier the
+        entity's names lack must then not be dropped silently where it names what the entity
+        is not. A modifier contradicts a described entity when (1) it is a colour and the
+        entity's description gives another colour ("the blue bowl" of a black bowl), or (2)
+        the phrase says a qualified kind name the reader knows -- the benchmark's catalogue or
+        another of the scene's descriptions, head word for head word -- that the entity's
+        names do not cover ("the bbq sauce" of a tomato sauce or a ketchup). A modifier of
+        neither sort ("the small plate", "the coffee pot") is one the scene does not describe,
+        and contradicts nothing."""
+        desc = self.scene.descriptions.get(ent)
+        head = head_noun(phrase)
+        if not desc or head is None:
+            return None  # an undescribed part is known by its id's words alone
+        own = [w for name in self._names[ent].names for w in name]
+
+        def covered(word: str) -> bool:
+            return any(token_sim(word, n) >= 0.9 for n in own)
+
+        content = [w for w in phrase if w not in LEXICON.stop]
+        said = [w for w in content if w != head and not covered(w)]
+        if not said:
+            return None
+        colours = LEXICON.grammar["colours"]
+        if any(w in colours for w in tokens_of(desc)):
+            colour = next((w for w in said if w in colours), None)
+            if colour is not None:
+                return colour
+        for kind in self._kinds:
+            if singular(kind[-1]) != singular(head) or all(covered(k) for k in kind):
+                continue
+            if all(any(token_sim(k, w) >= 0.9 for w in content) for k in kind[:-1]):
+                return next(w for w in said if any(token_sim(k, w) >= 0.9 for k in kind))
+        return None
+
+    def score(self, phrase: list[str], ent: str, exact: frozenset[str] = frozenset(),
+              exact_part: frozenset[str] = frozenset()) -> float:
         names = self._names[ent]
         best = max(
-            (_match_score(phrase, n, names.heads[i] if i < len(names.heads) else None)
+            (_match_score(phrase, n, names.heads[i] if i < len(names.heads) else None, exact,
+                          exact_part)
              for i, n in enumerate(names.names)),
             default=0.0,
         )
@@ -194,5 +266,10 @@ class Grounder:
         self, phrase: list[str], candidates: list[str] | None = None
     ) -> list[tuple[str, float]]:
         pool = candidates if candidates is not None else self.entities
-        scored = [(e, self.score(phrase, e)) for e in pool]
+        said = {singular(w) for w in phrase if w not in LEXICON.stop}
+        called = {e: {singular(n) for name in self._names[e].names for n in name} for e in pool}
+        exact = frozenset(w for w in said if any(  # things, not regions named after them
+            w in called[e] for e in pool if not self.is_region(e)))
+        exact_part = frozenset(w for w in said if any(w in called[e] for e in pool))
+        scored = [(e, self.score(phrase, e, exact, exact_part)) for e in pool]
         return sorted(scored, key=lambda es: -es[1])

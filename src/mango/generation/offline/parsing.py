@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 
-from mango.generation.offline.grammar import canonical_clause, looks_like_verb
+from mango.generation.offline.grammar import canonical_clause, first_goal, looks_like_verb
 from mango.generation.offline.lexicon import LEXICON, singular
 from mango.generation.offline.relation_phrases import locating_modifier, match_relation
+
+# the verb of a clause that only shows things ("there is a mug; put it ..."): no goal
+MENTION = "mention"
 
 
 @dataclass
@@ -48,18 +52,23 @@ class Clause:
     # second clause is done first); the reader keeps the clauses in the order said, so
     # pronouns resolve as read, and `grounding` orders the goals by this
     order: int = 0
+    # no verb was said and "put" is assumed ("cream cheese and butter into the basket"): where
+    # the object then names nothing, the words were no request the reader can read
+    verb_guessed: bool = False
 
 
 def normalize_instruction(text: str) -> list[str]:
     s = text.lower().strip()
     s = re.sub(r"(\w)['\u2019]s\b", r"\1 _s", s)  # "the cabinet's drawer": see _noun_phrase
     s = re.sub(r"[\"'`\u2019]", "", s)
+    s = re.sub(r"\b(one|two|three|four)-(?=[a-z])", r"\1", s)  # "two-tone" counts nothing
+    s = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", s)  # "the yellow-and-white mug"
     s = s.replace("&", " and ")
     s = re.sub(r"[;:.!?]", " , ", s)
     s = s.replace(",", " , ")
     for pattern, repl in LEXICON.multiword:
         s = pattern.sub(repl, s)
-    return s.split()
+    return [t for t in s.split() if t not in LEXICON.grammar["politeness"]]
 
 
 def _starts_clause(toks: list[str], j: int) -> bool:
@@ -67,12 +76,27 @@ def _starts_clause(toks: list[str], j: int) -> bool:
     unlisted word used as a verb ("and swing the door shut") starts one too."""
     if j < len(toks) and looks_like_verb(toks, j):
         return True
+    if any(toks[j : j + len(n)] == list(n) for n in LEXICON.grammar["negations"]):
+        return True  # "... and don't touch the rest"
     if j >= len(toks) or toks[j] not in LEXICON.verb_words:
         return False
     if toks[j] not in LEXICON.verbs_needing_an_object:
         return True
     follows = LEXICON.determiners | LEXICON.pronouns | LEXICON.quantifiers
     return j + 1 < len(toks) and toks[j + 1] in follows
+
+
+def _states_a_goal(toks: list[str]) -> bool:
+    """A subject-first clause: a copula or modal before any relation ("the drawer should be
+    closed", "the mug goes on the plate"), not a noun phrase with a place."""
+    g = LEXICON.grammar
+    for i, t in enumerate(toks):
+        if match_relation(toks, i) is not None or t in {"and", ","}:
+            return False
+        if i > 0 and (t in g["motion_copulas"] or t in {"should", "must", "needs"}) and \
+                toks[i - 1] not in {"that", "which", "who"}:
+            return True
+    return False
 
 
 def _split_clauses(toks: list[str]) -> list[tuple[list[str], bool, list[str]]]:
@@ -95,7 +119,12 @@ def _split_clauses(toks: list[str]) -> list[tuple[list[str], bool, list[str]]]:
                     saw_then = True
                 j += 1
             # "then" always starts a clause, read or not ("..., then do the same with X")
-            if _starts_clause(toks, j) or (saw_then and j < len(toks)):
+            # "the bowl should be in the drawer, and the drawer (should be) closed": a stated
+            # goal after a clause that has its place (not "the milk and the butter go ...")
+            stated = j < len(toks) and toks[j] in LEXICON.determiners and \
+                _states_a_goal(toks[j : j + 8]) and \
+                any(match_relation(current, k) for k in range(1, len(current)))
+            if _starts_clause(toks, j) or stated or (saw_then and j < len(toks)):
                 clauses.append((current, after, lead))
                 current, after, lead = [], saw_then, toks[i:j]
                 i = j
@@ -159,6 +188,8 @@ def _later_relation(toks: list[str], i: int) -> bool:
     locates the object: 'move the bowl beside the ramekin to the plate')."""
     j = i
     while j < len(toks) and toks[j] not in {"and", ","}:
+        if toks[j] in {"that", "which", "who"}:
+            return False  # "into the basket that is on the table": the basket's own place
         if match_relation(toks, j) is not None:
             return True
         j += 1
@@ -168,7 +199,7 @@ def _later_relation(toks: list[str], i: int) -> bool:
 def _noun_phrase(words: list[str]) -> NounPhrase | None:
     while words and words[0] in {",", "and"}:
         words = words[1:]
-    while words and words[-1] in {"and", "then", ","}:
+    while words and words[-1] in {"and", "then", ",", "too", "also"}:
         words = words[:-1]
     if "_s" in words:  # "the cabinet's top drawer" -> "the top drawer of the cabinet"
         k = words.index("_s")
@@ -205,7 +236,8 @@ def parse_clause(toks: list[str], after: bool) -> Clause | None:
     source_relation = "from"
     i = 0
     while i < len(rest):
-        if rest[i] in LEXICON.source_words and obj_words and not locating_modifier(rest, i):
+        if rest[i] in LEXICON.source_words and obj_words and not locating_modifier(rest, i) \
+                and obj_words[-1] not in LEXICON.superlatives:  # not "farthest from X"
             j = i + 1
             while j < len(rest) and rest[j] == "of":
                 j += 1
@@ -223,15 +255,25 @@ def parse_clause(toks: list[str], after: bool) -> Clause | None:
         if m is not None and obj_words:
             rel, n = m
             tail = rest[i + n :]
+            if verb == "pick" and n == 1 and rest[i] in LEXICON.grammar["directional"]:
+                verb = "place"  # "get the soup into the basket", "take the bowl to the plate"
+            if verb == "push" and rel == "in":
+                verb = "place"  # "slide the mug into the compartment": in, so lifted in
             if verb == "pick":
                 # a locator of the picked object ("the bowl next to the plate")
                 source, source_relation = _noun_phrase(tail), rel
                 break
-            if rel in {"near", "on", "in", "to"} and _later_relation(rest, i + n):
+            if rel in {"near", "on", "in", "to", "on_top"} and _later_relation(rest, i + n):
                 obj_words.extend(rest[i : i + n])  # it locates the object; the later one is
                 i += n                             # where it goes
                 continue
             relation, target = rel, _noun_phrase(tail)
+            if target is not None and obj_words and any(
+                    w in LEXICON.universal or w in LEXICON.quantifiers for w in obj_words):
+                k = next((j for j, w in enumerate(target.words) if w in LEXICON.exceptions), None)
+                if k:  # "put all the items in the basket except the ketchup"
+                    obj_words.extend(target.words[k:])
+                    target = _noun_phrase(target.words[:k])
             break
         obj_words.append(rest[i])
         i += 1
@@ -246,14 +288,42 @@ def _gapped(clause: Clause, toks: list[str]) -> tuple[Clause, list[str]] | None:
         return None
     words = clause.target.words
     for i, w in enumerate(words):
-        if w in {"and", ","} and any(match_relation(words, j) for j in range(i + 2, len(words))):
-            first = Clause(verb=clause.verb, obj=clause.obj, source=clause.source,
-                           relation=clause.relation, target=_noun_phrase(words[:i]),
-                           sequential_after_previous=clause.sequential_after_previous,
-                           text=clause.text)
-            rest = [toks[0], *[x for x in words[i + 1 :] if x not in {"then"}]]
-            return first, rest
+        if w not in {"and", ","}:
+            continue
+        rest = [toks[0], *[x for x in words[i + 1 :] if x not in {"then"}]]
+        if not any(match_relation(words, j) for j in range(i + 2, len(words))):
+            # "... and the red one on the right": a place said by a locating word alone is
+            # "on the right one", the head noun of the place before
+            j = next((j for j in range(i + 2, len(words)) if words[j] in {"on", "in", "at", "to"}
+                      and locating_modifier(words, j)), None)
+            if j is not None and any(t not in LEXICON.stop for t in words[i + 1 : j]):
+                rest = [*rest, "one"]
+            elif clause.relation != "between" and _bare_noun_phrase(words[i + 1 :]):
+                # "put the soup in the basket, and the cheese too": the same place again
+                rest = [*rest, *_relation_words(clause.relation), *words[:i]]
+            else:
+                continue
+        first = Clause(verb=clause.verb, obj=clause.obj, source=clause.source,
+                       relation=clause.relation, target=_noun_phrase(words[:i]),
+                       sequential_after_previous=clause.sequential_after_previous,
+                       text=clause.text)
+        return first, rest
     return None
+
+
+def _bare_noun_phrase(words: list[str]) -> bool:
+    """A noun phrase of its own after "and"/","; not "but not X", "both of them" (said of
+    the object), nor a clause ("the drawer should be closed")."""
+    content = [t for t in words if t not in LEXICON.stop]
+    return bool(words) and words[0] not in {"and", "not"} and \
+        words[0] not in LEXICON.exceptions and bool(content) and \
+        not all(t in LEXICON.pronouns for t in content) and \
+        not any(t in LEXICON.grammar["motion_copulas"] or t in {"should", "must"} for t in words)
+
+
+def _relation_words(relation: str | None) -> list[str]:
+    """The words of a relation phrase that reads as `relation` (to say a place again)."""
+    return next((list(words) for words, rel in LEXICON.relations if rel == relation), ["to"])
 
 
 def parse_instruction(instruction: str) -> tuple[list[Clause], list[str]]:
@@ -263,12 +333,61 @@ def parse_instruction(instruction: str) -> tuple[list[Clause], list[str]]:
     unread: list[str] = []
     groups: list[tuple[list[Clause], str | None]] = []
     known = ", ".join(sorted(set(LEXICON.verb_words.values())))
-    for toks, after, lead in _split_clauses(normalize_instruction(instruction)):
+    said = _split_clauses(normalize_instruction(instruction))
+    topic: list[str] | None = None
+    fronted: list[str] | None = None
+    excepted: list[str] | None = None  # an exception said before its clause
+    for k, (toks, after, lead) in enumerate(said):
+        if (repeated := _repeated(out, toks, after)) is not None:
+            out.append(repeated)  # "..., then do the same with the mug"
+            groups.append(([repeated], _subordinator(lead)))
+            continue
+        if k == 0 and len(said) > 1 and len(toks) > 2 and toks[0] in {"to", "for"} and \
+                toks[1] not in LEXICON.determiners and toks[1] not in LEXICON.quantifiers and \
+                first_goal(toks, 1) is None:
+            continue  # "to get the coffee going, turn on the stove ...": a purpose said first
+        if (shown := _presented(toks) or _kept(toks)) is not None:
+            # "there are a red mug and a white mug; put the former ...", "see the mug? put
+            # it ...", "leave the milk where it is": things shown or kept, not acted on; the
+            # reader grounds them for what follows ("everything else")
+            out.append(Clause(verb=MENTION, obj=shown, text=" ".join(toks)))
+            continue
         toks = canonical_clause(toks)
         if not toks:  # a purpose clause of its own ("in order to tidy up, ...")
             continue
+        if topic is not None:
+            toks, topic = _with_topic(toks, topic), None
+        if fronted is not None:
+            if first_goal(toks, 1) is None:
+                toks = [*toks, *fronted]  # "into the basket, put the milk"
+            fronted = None
+        if match_relation(toks, 0) is not None and toks[0] not in LEXICON.verb_words and \
+                k + 1 < len(said) and first_goal(said[k + 1][0], 1) is None:
+            fronted = toks  # a place said first
+            continue
+        if len(toks) == 1 and toks[0] in LEXICON.verb_words and k + 1 < len(said):
+            continue  # "pick up and place the bowl ...": the verbs share the next object
         start = len(out)
         c = parse_clause(toks, after)
+        if c is None and not out and k + 1 < len(said) and _is_topic(toks, said[k + 1][0]):
+            topic = toks  # "the bowl next to the plate, put it in the drawer"
+            continue
+        if c is None and not out and first_goal(toks, 1) is not None and \
+                toks[0] not in LEXICON.verb_words:
+            toks = [LEXICON.grammar["place_verb"], *toks]  # verbless:
+            c = parse_clause(toks, after)  # "cream cheese and butter into the basket"
+            if c is not None:
+                c.verb_guessed = True
+        if c is None and toks and toks[0] in LEXICON.exceptions:
+            # "put everything in the basket, except the ketchup", "with the exception of the
+            # milk, put ...": the exception is said of the clause's object, apart from it
+            if out and out[-1].obj is not None:
+                out[-1].obj = _noun_phrase([*out[-1].obj.words, *toks])
+            else:
+                excepted = toks
+            continue
+        if excepted is not None and c is not None and c.obj is not None:
+            c.obj, excepted = _noun_phrase([*c.obj.words, *excepted]), None
         if c is None and out:
             c = _continued(out[-1], toks, after)
             if c is not None:
@@ -289,11 +408,85 @@ def parse_instruction(instruction: str) -> tuple[list[Clause], list[str]]:
             first, toks = split
             out.append(first)
             c = parse_clause(toks, False)
+            if c is None:  # never dropped unsaid
+                unread.append(f"'{' '.join(toks[1:])}': I cannot read what to do with it")
         groups.append((out[start:], _subordinator(lead)))
     _order_groups([g for g in groups if g[0]])
+    for c, nxt in pairwise(out):
+        if c.verb == nxt.verb == "place" and c.relation is None and nxt.relation is not None \
+                and c.obj is not None and not c.obj.is_pronoun:
+            # "put the milk and then the butter in the basket": one place said for both
+            c.relation, c.target = nxt.relation, nxt.target
     return out, unread
 
 
+def _repeated(out: list[Clause], toks: list[str], after: bool) -> Clause | None:
+    """"do the same with the mug", "same for the milk", "likewise with X": the previous
+    clause again, with another object."""
+    if not out:
+        return None
+    g = LEXICON.grammar
+    words = [t for t in toks if t not in LEXICON.connectors and t not in g["politeness"]]
+    for frame in sorted(g["repeat_frames"], key=len, reverse=True):
+        if words[: len(frame)] == list(frame):
+            rest = words[len(frame) :]
+            while rest and rest[0] in g["repeat_markers"]:
+                rest = rest[1:]
+            np = _noun_phrase([t for t in rest if t not in {"too", "also", "as", "well"}])
+            if np is None:
+                return None
+            prev = out[-1]
+            return Clause(verb=prev.verb, obj=np, relation=prev.relation, target=prev.target,
+                          sequential_after_previous=after, text=" ".join(words))
+    return None
+
+
+def _is_topic(toks: list[str], following: list[str]) -> bool:
+    """A noun phrase said first and taken up by a pronoun in the next clause."""
+    return bool(toks) and (toks[0] in LEXICON.determiners or toks[0] in LEXICON.quantifiers) \
+        and any(t in {"it", "them"} for t in following)
+
+
+def _with_topic(toks: list[str], topic: list[str]) -> list[str]:
+    """The clause with its first "it"/"them" standing for the topic's noun phrase."""
+    for i, t in enumerate(toks):
+        if t in {"it", "them"}:
+            return [*toks[:i], *topic, *toks[i + 1 :]]
+    return toks
+
+
+def _presented(toks: list[str]) -> NounPhrase | None:
+    """The noun phrase a presentative frame shows ("there are X", "see X", "look at X")."""
+    while toks and toks[0] in LEXICON.connectors:
+        toks = toks[1:]
+    for frame in LEXICON.grammar["presentatives"]:
+        if tuple(toks[: len(frame)]) == tuple(frame) and len(toks) > len(frame):
+            rest = toks[len(frame) :]
+            if rest[0] in LEXICON.determiners or rest[0] in LEXICON.quantifiers:
+                return _noun_phrase(rest)
+    return None
+
+
+def _kept(toks: list[str]) -> NounPhrase | None:
+    """The noun phrase a clause asks to stay as it is ("leave the milk where it is",
+    "leaving the other butter alone", "keep the ketchup out")."""
+    g = LEXICON.grammar
+    while toks and toks[0] in LEXICON.connectors:
+        toks = toks[1:]
+    if not toks:
+        return None
+    verb = toks[0]
+    if verb.endswith("ing"):  # "leaving", "keeping"
+        verb = next((v for v in g["keep_verbs"] if verb in {v + "ing", v[:-1] + "ing"}), verb)
+    if verb not in g["keep_verbs"]:
+        return None
+    for frame in g["stay_frames"]:
+        if len(toks) > len(frame) + 1 and tuple(toks[-len(frame) :]) == tuple(frame):
+            return _noun_phrase(toks[1 : -len(frame)])
+    return None
+
+
 def parse_instruction_clauses(instruction: str) -> list[Clause]:
-    """Clauses of an instruction, in order; verb-less conjuncts repeat the previous verb."""
-    return parse_instruction(instruction)[0]
+    """Clauses of an instruction that ask for an action, in order; verb-less conjuncts repeat
+    the previous verb."""
+    return [c for c in parse_instruction(instruction)[0] if c.verb != MENTION]

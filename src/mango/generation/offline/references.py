@@ -76,7 +76,7 @@ def analyse(words: list[str]) -> Reference:
         w = base[i]
         if w in LEXICON.superlatives:
             j = i + 1
-            if j < len(base) and base[j] == "to":
+            if j < len(base) and base[j] in {"to", "from"}:
                 j += 1
             ref.superlative = (LEXICON.superlatives[w], base[j:])
             break
@@ -102,8 +102,11 @@ def analyse(words: list[str]) -> Reference:
                     break
                 tail.append(base[j])
                 j += 1
+            heights = [x for x in tail if x not in LEXICON.stop]
             mods = _only_modifiers(tail)
-            if mods is not None:
+            if heights and all(x in LEXICON.grammar["part_words"] for x in heights):
+                name.extend(heights)  # "the drawer at the bottom" is the bottom drawer
+            elif mods is not None:
                 ref.modifiers.extend(mods)  # "on the left", "in the middle", "at the back"
             elif any(x not in LEXICON.stop for x in tail):
                 ref.locators.append((rel, tail))
@@ -162,8 +165,9 @@ class Chooser:
 
     def locate(self, cands: list[str], rel: str, landmarks: list[str]) -> list[str] | None:
         """Candidates the locator keeps; None when the layout cannot tell."""
-        if rel in {"on", "in", "from", "at"}:
+        if rel in {"on", "in", "from", "at", "on_top"}:
             kept = [c for c in cands if any(self.supported_by(c, s) for s in landmarks)]
+            rel = "on" if rel == "on_top" else rel  # "the bowl on top of the cabinet"
             if rel in {"on", "in"} and len(kept) > 1:
                 # "the bowl in the top layer", not the one on the top: the layout says which
                 same = [c for c in kept if (e := self.g.scene.layout.get(c)) and e.relation == rel]

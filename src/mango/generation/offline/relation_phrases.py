@@ -13,10 +13,11 @@ def locating_modifier(toks: list[str], i: int) -> bool:
     """'on the left', 'at the back', 'in the middle' ending a noun phrase: a modifier of the
     phrase before it, not a relation ('on the left plate' is a relation to a plate)."""
     j = i + 1
-    while j < len(toks) and toks[j] in LEXICON.determiners:
-        j += 1
-    if j >= len(toks) or toks[j] not in LEXICON.spatial_words:
-        return False
+    while j < len(toks) and (toks[j] in LEXICON.determiners or toks[j] in LEXICON.fillers):
+        j += 1  # "at the very back"
+    heights = LEXICON.grammar["part_words"] if toks[i] == "at" else frozenset()
+    if j >= len(toks) or (toks[j] not in LEXICON.spatial_words and toks[j] not in heights):
+        return False  # "on the left", "at the back", "at the bottom" end a noun phrase
     nxt = toks[j + 1] if j + 1 < len(toks) else None
     return nxt is None or nxt in LEXICON.connectors or nxt in {"and", ","} or (
         nxt not in {"of", "side"} and any(tuple(toks[j + 1 : j + 1 + len(w)]) == w
