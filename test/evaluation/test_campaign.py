@@ -144,7 +144,9 @@ def _rows(out: Path) -> list[tuple[str, int, str | None]]:
 
 
 def test_a_killed_campaign_resumes_without_duplicates_or_losses(tmp_path: Path) -> None:
-    path = _tiny(tmp_path, count=6)
+    # 6 episodes (3 seeds x 2 faults), killed once 2 are stored: two workers finish at most
+    # two more before the kill lands, so some are always left to resume
+    path = _tiny(tmp_path, count=3)
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "mango.cli.main", "campaign", "run",
                              str(path), "-o", str(out), "--workers", "2"],
@@ -158,11 +160,11 @@ def test_a_killed_campaign_resumes_without_duplicates_or_losses(tmp_path: Path) 
     os.killpg(proc.pid, signal.SIGKILL)  # the campaign and its workers, mid-run
     proc.wait()
     before = _rows(out)
-    assert 2 <= len(before) < 12
+    assert 2 <= len(before) < 6
     summary = run_campaign(load_campaign(path), out)
-    assert summary.skipped == len(before) and summary.ran == 12 - len(before)
+    assert summary.skipped == len(before) and summary.ran == 6 - len(before)
     after = _rows(out)
-    assert len(after) == len({r[0] for r in after}) == 12
+    assert len(after) == len({r[0] for r in after}) == 6
     assert set(before) <= set(after)  # what finished before the kill is kept as it was
 
 
