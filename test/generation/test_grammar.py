@@ -8,28 +8,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.reading import goals as read_goals
+from support.reading import scene_task
 
 from mango.bddl.convert import scene_json
 from mango.bddl.parser import read_bddl
-from mango.generation.models import SceneTask, parse_scene_file
+from mango.generation.models import parse_scene_file
 from mango.generation.offline.grounding import InstructionGrounder, ground_instruction
 from mango.generation.offline.parsing import parse_instruction_clauses
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-SCENES = DATA / "generation" / "heldout" / "scenes"
-
-
-def _scene(name: str) -> SceneTask:
-    from mango.cli.scenes import scene_file
-
-    (task,) = scene_file(SCENES / f"{name}.json").task_objects
-    return task
-
-
-def _goals(instruction: str, scene: str) -> list[tuple[str, str, str | None, str | None]]:
-    res = ground_instruction(instruction, _scene(scene))
-    assert res.read_in_full, res.problems
-    return [(g.kind, g.obj, g.relation, g.target) for g in res.goals]
 
 
 @pytest.mark.parametrize(("instruction", "goal"), [
@@ -56,7 +44,7 @@ def _goals(instruction: str, scene: str) -> list[tuple[str, str, str | None, str
      ("pick_place", "alphabet_soup_1", "in", "basket_1_contain_region")),
 ])
 def test_constructions_read_as_one_place_goal(instruction: str, goal: tuple[str, ...]) -> None:
-    assert _goals(instruction, "living_room_basket") == [goal]
+    assert read_goals(instruction, "living_room_basket") == [goal]
 
 
 @pytest.mark.parametrize(("instruction", "goal"), [
@@ -64,46 +52,46 @@ def test_constructions_read_as_one_place_goal(instruction: str, goal: tuple[str,
     ("tug the top drawer of the cabinet open", ("open", "wooden_cabinet_1_top_region")),
 ])
 def test_resultatives_name_the_state(instruction: str, goal: tuple[str, str]) -> None:
-    assert [g[:2] for g in _goals(instruction, "kitchen_drawer_butter")] == [goal]
+    assert [g[:2] for g in read_goals(instruction, "kitchen_drawer_butter")] == [goal]
 
 
 def test_a_split_switching_particle_and_an_unlisted_verb_after_a_comma() -> None:
-    assert [g[:2] for g in _goals("flip the stove on", "kitchen_stove_frypan")] == [
+    assert [g[:2] for g in read_goals("flip the stove on", "kitchen_stove_frypan")] == [
         ("turn_on", "flat_stove_1")]
-    assert [g[:2] for g in _goals("power the stove off", "kitchen_stove_frypan")] == [
+    assert [g[:2] for g in read_goals("power the stove off", "kitchen_stove_frypan")] == [
         ("turn_off", "flat_stove_1")]
-    got = _goals("grab the white mug, stuff it into the microwave and swing the door closed",
+    got = read_goals("grab the white mug, stuff it into the microwave and swing the door closed",
                  "kitchen_microwave_mugs")
     assert got == [("pick_place", "porcelain_mug_1", "in", "microwave_1_heating_region"),
                    ("close", "microwave_1", None, None)]
 
 
 def test_an_unreadable_verb_is_named() -> None:
-    res = ground_instruction("juggle the milk", _scene("living_room_basket"))
+    res = ground_instruction("juggle the milk", scene_task("living_room_basket"))
     assert not res.goals and any("'juggle'" in p for p in res.problems)
 
 
 def test_everything_except_and_a_missing_exception_named() -> None:
-    got = _goals("put everything but the butter and the milk into the basket",
+    got = read_goals("put everything but the butter and the milk into the basket",
                  "living_room_basket")
     moved = {g[1] for g in got}
     assert moved == {"alphabet_soup_1", "cream_cheese_1", "tomato_sauce_1", "ketchup_1",
                      "orange_juice_1"}
     res = ground_instruction("put every item except the green block in the basket",
-                             _scene("living_room_basket"))
+                             scene_task("living_room_basket"))
     assert not res.read_in_full and any("green block" in p for p in res.problems)
 
 
 def test_a_relation_breaks_a_tie_between_a_fixtures_parts() -> None:
-    got = _goals("put the black book in the top layer of the shelf", "study_shelf_books")
+    got = read_goals("put the black book in the top layer of the shelf", "study_shelf_books")
     assert got == [("pick_place", "black_book_1", "in", "wooden_two_layer_shelf_1_top_region")]
 
 
 def test_the_relation_follows_the_target_kind_not_the_preposition() -> None:
     # libero_goal/put_the_cream_cheese_in_the_bowl.bddl: (On cream_cheese_1 akita_black_bowl_1)
-    assert _goals("put the cream cheese box into the bowl", "kitchen_goal") == [
+    assert read_goals("put the cream cheese box into the bowl", "kitchen_goal") == [
         ("pick_place", "cream_cheese_1", "on", "akita_black_bowl_1")]
-    assert _goals("put the bottle in the wine rack", "kitchen_goal") == [
+    assert read_goals("put the bottle in the wine rack", "kitchen_goal") == [
         ("pick_place", "wine_bottle_1", "on", "wine_rack_1_top_region")]
 
 
@@ -147,7 +135,7 @@ def test_the_convention_agrees_with_libero_goal_atoms(bddl: Path) -> None:
     ("stash ketchup in basket", ("pick_place", "ketchup_1", "in", "basket_1_contain_region")),
 ])
 def test_free_frames_read_as_one_place_goal(instruction: str, goal: tuple[str, ...]) -> None:
-    assert _goals(instruction, "living_room_basket") == [goal]
+    assert read_goals(instruction, "living_room_basket") == [goal]
 
 
 @pytest.mark.parametrize(("instruction", "scene", "goals"), [
@@ -166,26 +154,26 @@ def test_free_frames_read_as_one_place_goal(instruction: str, goal: tuple[str, .
 ])
 def test_stated_states_and_drawer_particles(instruction: str, scene: str,
                                             goals: list[tuple[str, str]]) -> None:
-    assert [g[:2] for g in _goals(instruction, scene)] == goals
+    assert [g[:2] for g in read_goals(instruction, scene)] == goals
 
 
 def test_a_with_frame_moves_what_the_with_phrase_names() -> None:
     # "stock X with Y": Y goes in X, the relation still LIBERO's for X's kind
-    got = _goals("stock the wooden tray with the butter and the ketchup", "living_room_tray")
+    got = read_goals("stock the wooden tray with the butter and the ketchup", "living_room_tray")
     assert got == [("pick_place", "butter_1", "in", "wooden_tray_1_contain_region"),
                    ("pick_place", "ketchup_1", "in", "wooden_tray_1_contain_region")]
 
 
 def test_do_the_same_a_topic_and_a_verbless_request() -> None:
-    assert _goals("put the milk in the basket, then the same for the butter",
+    assert read_goals("put the milk in the basket, then the same for the butter",
                   "living_room_basket") == [
         ("pick_place", "milk_1", "in", "basket_1_contain_region"),
         ("pick_place", "butter_1", "in", "basket_1_contain_region")]
     # a noun phrase said first and taken up by "it"
-    assert _goals("the black bowl beside the cookie box, move it onto the plate",
+    assert read_goals("the black bowl beside the cookie box, move it onto the plate",
                   "kitchen_spatial_ramekin") == [
         ("pick_place", "akita_black_bowl_2", "on", "plate_1")]
-    assert _goals("orange juice and milk into the basket", "living_room_basket") == [
+    assert read_goals("orange juice and milk into the basket", "living_room_basket") == [
         ("pick_place", "orange_juice_1", "in", "basket_1_contain_region"),
         ("pick_place", "milk_1", "in", "basket_1_contain_region")]
 
@@ -193,65 +181,66 @@ def test_do_the_same_a_topic_and_a_verbless_request() -> None:
 def test_names_are_matched_against_the_scene_not_a_list() -> None:
     # an exact name beats a synonym where the scene has both: "sauce" is the tomato sauce,
     # not the ketchup; where it has only the synonym, the synonym still grounds
-    assert _goals("put the sauce in the basket", "living_room_soup_basket") == [
+    assert read_goals("put the sauce in the basket", "living_room_soup_basket") == [
         ("pick_place", "tomato_sauce_1", "in", "basket_1_contain_region")]
-    assert _goals("put the sauce in the bottom drawer", "kitchen_cabinet_ketchup") == [
+    assert read_goals("put the sauce in the bottom drawer", "kitchen_cabinet_ketchup") == [
         ("pick_place", "ketchup_1", "in", "white_cabinet_1_bottom_region")]
     # a coordination of two one-word names is two things, not one name
-    got = _goals("toss the cheese and the soup into the basket", "living_room_soup_basket")
+    got = read_goals("toss the cheese and the soup into the basket", "living_room_soup_basket")
     assert {g[1] for g in got} == {"cream_cheese_1", "alphabet_soup_1"}
     # a compound whose head the scene leaves out, height words naming a fixture's part
-    assert _goals("put the white mug in the microwave oven", "kitchen_microwave_mugs") == [
+    assert read_goals("put the white mug in the microwave oven", "kitchen_microwave_mugs") == [
         ("pick_place", "porcelain_mug_1", "in", "microwave_1_heating_region")]
-    assert _goals("put the right yellow book on the lower shelf", "study_shelf_books") == [
+    assert read_goals("put the right yellow book on the lower shelf", "study_shelf_books") == [
         ("pick_place", "yellow_book_1", "in", "wooden_two_layer_shelf_1_bottom_region")]
 
 
 def test_others_indefinites_and_one_as_a_head() -> None:
-    got = _goals("put a moka pot on the stove and then the other one as well",
+    got = read_goals("put a moka pot on the stove and then the other one as well",
                  "kitchen_two_moka")
     assert sorted(g[1] for g in got) == ["moka_pot_1", "moka_pot_2"]
-    got = _goals("put the red mug on the right plate and the remaining mugs on the left one",
+    got = read_goals("put the red mug on the right plate and the remaining mugs on the left one",
                  "living_room_mugs_plates")
     assert got == [("pick_place", "red_coffee_mug_1", "on", "plate_2"),
                    ("pick_place", "porcelain_mug_1", "on", "plate_1"),
                    ("pick_place", "white_yellow_mug_1", "on", "plate_1")]
     # "the one in the middle" is the bowl in the middle (kitchen_three_bowls: along x)
-    assert _goals("set the back bowl on the one in the middle", "kitchen_three_bowls") == [
+    assert read_goals("set the back bowl on the one in the middle", "kitchen_three_bowls") == [
         ("pick_place", "akita_black_bowl_3", "on", "akita_black_bowl_2")]
 
 
 def test_what_cannot_open_or_close_is_refused_by_name() -> None:
-    res = ground_instruction("close the moka pot", _scene("kitchen_stove_frypan"))
+    res = ground_instruction("close the moka pot", scene_task("kitchen_stove_frypan"))
     assert not res.goals and any("'the moka pot'" in p and "opens or closes" in p
                                  for p in res.problems)
 
 
 def test_a_place_said_once_for_a_second_thing_and_a_result_clause() -> None:
     # "..., and the milk too": the same place again; "but not X" and "both of them" are not
-    assert _goals("drop the butter into the basket, and the milk too", "living_room_basket") == [
+    got = read_goals("drop the butter into the basket, and the milk too", "living_room_basket")
+    assert got == [
         ("pick_place", "butter_1", "in", "basket_1_contain_region"),
         ("pick_place", "milk_1", "in", "basket_1_contain_region")]
-    assert _goals("put the butter into the basket, but not the milk", "living_room_basket") == [
+    assert read_goals("put the butter into the basket, but not the milk", "living_room_basket") == [
         ("pick_place", "butter_1", "in", "basket_1_contain_region")]
     # a locating word alone for the second place: "on the left" is on the left plate
-    assert _goals("put the red mug on the right plate, and the white one on the left",
+    assert read_goals("put the red mug on the right plate, and the white one on the left",
                   "living_room_mugs_plates") == [
         ("pick_place", "red_coffee_mug_1", "on", "plate_2"),
         ("pick_place", "porcelain_mug_1", "on", "plate_1")]
     # a result clause carries the place the main clause leaves out
-    assert _goals("shove the plate forward so that it ends up in front of the stove",
+    assert read_goals("shove the plate forward so that it ends up in front of the stove",
                   "kitchen_goal") == [
         ("push", "plate_1", "on", "main_table_stove_front_region")]
 
 
 def test_them_after_a_pick_of_several_and_a_second_stated_goal() -> None:
-    got = _goals("lift both yellow books and put them in the bottom layer of the shelf",
+    got = read_goals("lift both yellow books and put them in the bottom layer of the shelf",
                  "study_shelf_books")
     assert got == [
         ("pick_place", "yellow_book_1", "in", "wooden_two_layer_shelf_1_bottom_region"),
         ("pick_place", "yellow_book_2", "in", "wooden_two_layer_shelf_1_bottom_region")]
-    got = _goals("the pudding should be in the top drawer and the top drawer should be shut",
+    got = read_goals("the pudding should be in the top drawer and the top drawer should be shut",
                  "kitchen_drawer_butter")
     assert got == [("pick_place", "chocolate_pudding_1", "in", "wooden_cabinet_1_top_region"),
                    ("close", "wooden_cabinet_1_top_region", None, None)]
@@ -270,26 +259,26 @@ def test_them_after_a_pick_of_several_and_a_second_stated_goal() -> None:
      ("pick_place", "ketchup_1", "in", "basket_1_contain_region")),
 ])
 def test_verbs_and_places_said_out_of_order(instruction: str, goal: tuple[str, ...]) -> None:
-    assert _goals(instruction, "living_room_basket") == [goal]
+    assert read_goals(instruction, "living_room_basket") == [goal]
 
 
 def test_a_head_noun_said_exactly_beats_a_part_weakly_like_it() -> None:
     # "the drawer" is one of the drawers (its top side for "on top of"), not the stove's cook
     # region, which is only weakly like a drawer in name
-    assert _goals("set the black bowl on top of the drawer", "kitchen_goal") == [
+    assert read_goals("set the black bowl on top of the drawer", "kitchen_goal") == [
         ("pick_place", "akita_black_bowl_1", "on", "wooden_cabinet_1_top_side")]
-    assert _goals("put the black bowl on the top of the drawer", "kitchen_goal") == [
+    assert read_goals("put the black bowl on the top of the drawer", "kitchen_goal") == [
         ("pick_place", "akita_black_bowl_1", "on", "wooden_cabinet_1_top_side")]
 
 
 def test_superlatives_of_direction_and_distance() -> None:
     # kitchen_three_bowls: front bowl_1 (x .1), middle bowl_2, back bowl_3 (x -.15); bowl_2 is
     # the farthest from the plate at the origin
-    assert _goals("put the bowl furthest to the front on the plate", "kitchen_three_bowls") == [
+    assert read_goals("put the bowl furthest to the front on the plate", "kitchen_three_bowls") == [
         ("pick_place", "akita_black_bowl_1", "on", "plate_1")]
-    assert _goals("move the bowl farthest from the plate onto the plate",
+    assert read_goals("move the bowl farthest from the plate onto the plate",
                   "kitchen_three_bowls") == [("pick_place", "akita_black_bowl_2", "on", "plate_1")]
-    assert _goals("push the plate towards the front of the stove", "kitchen_goal") == [
+    assert read_goals("push the plate towards the front of the stove", "kitchen_goal") == [
         ("push", "plate_1", "on", "main_table_stove_front_region")]
 
 
@@ -374,7 +363,7 @@ def test_superlatives_of_direction_and_distance() -> None:
 ])
 def test_purpose_first_what_stays_coordination_and_ordinals(
         instruction: str, scene: str, goals: list[tuple[str, ...]]) -> None:
-    assert sorted(_goals(instruction, scene)) == sorted(goals)
+    assert sorted(read_goals(instruction, scene)) == sorted(goals)
 
 
 def test_shown_things_are_no_clause_of_action() -> None:
@@ -386,9 +375,9 @@ def test_shown_things_are_no_clause_of_action() -> None:
 def test_a_verbless_reading_that_names_nothing_says_no_verb_was_read() -> None:
     # "cream cheese and butter into the basket" is read with "put" assumed; "fly to the moon"
     # names no thing either, so the reader says it read no action verb, naming the word
-    res = ground_instruction("fly to the moon", _scene("living_room_basket"))
+    res = ground_instruction("fly to the moon", scene_task("living_room_basket"))
     assert not res.goals
     assert any("no action verb" in p and "'fly'" in p for p in res.problems), res.problems
-    assert _goals("cream cheese and butter into the basket", "living_room_basket") == [
+    assert read_goals("cream cheese and butter into the basket", "living_room_basket") == [
         ("pick_place", "cream_cheese_1", "in", "basket_1_contain_region"),
         ("pick_place", "butter_1", "in", "basket_1_contain_region")]

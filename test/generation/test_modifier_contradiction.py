@@ -4,28 +4,13 @@ sauce and a ketchup must not become either)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from support.reading import goals as read_goals
+from support.reading import scene_task
 
 from mango.bddl.categories import CATEGORIES, SURFACES
-from mango.cli.scenes import scene_file
-from mango.generation.models import SceneTask
 from mango.generation.offline.grounding import ground_instruction
 from mango.generation.offline.lexicon import LEXICON, tokens_of
-
-SCENES = Path(__file__).resolve().parents[1] / "data" / "generation" / "heldout" / "scenes"
-
-
-def _scene(name: str) -> SceneTask:
-    (task,) = scene_file(SCENES / f"{name}.json").task_objects
-    return task
-
-
-def _goals(instruction: str, scene: str) -> list[tuple[str, str, str | None, str | None]]:
-    res = ground_instruction(instruction, _scene(scene))
-    assert res.read_in_full, res.problems
-    return [(g.kind, g.obj, g.relation, g.target) for g in res.goals]
 
 
 @pytest.mark.parametrize(("instruction", "scene", "phrase", "word"), [
@@ -41,7 +26,7 @@ def _goals(instruction: str, scene: str) -> list[tuple[str, str, str | None, str
 ])
 def test_a_contradicting_modifier_is_refused_by_name(instruction: str, scene: str,
                                                      phrase: str, word: str) -> None:
-    res = ground_instruction(instruction, _scene(scene))
+    res = ground_instruction(instruction, scene_task(scene))
     assert not res.goals
     problem = next(p for p in res.problems if "no scene entity matches" in p)
     assert f"'the {phrase}'" in problem and f"is not '{word}'" in problem
@@ -68,7 +53,7 @@ def test_a_contradicting_modifier_is_refused_by_name(instruction: str, scene: st
 ])
 def test_a_modifier_the_scene_does_not_contradict_still_grounds(
         instruction: str, scene: str, goal: tuple[str, ...]) -> None:
-    assert _goals(instruction, scene) == [goal]
+    assert read_goals(instruction, scene) == [goal]
 
 
 def test_the_known_kinds_are_the_catalogues_qualified_names() -> None:
