@@ -135,6 +135,9 @@ def test_region_with_unknown_parent_and_broken_yaml() -> None:
      "less than or equal to 10"),
     (lambda d: d.update(cameras=[{"name": "front", "pos": [1, 0, 1.5], "lookat": [0, 0, 0.9],
                                   "fovy": 1e20}]), "cameras[0].fovy", "less than 180"),
+    # a count: 10,000 entities took 23 s to load before the bound
+    (lambda d: d.update(entities=d["entities"] * 101), "entities",
+     "List should have at most 200 items"),
 ])
 def test_sizes_and_angles_past_their_bounds_name_the_field(tmp_path: Path, mutate, field,
                                                            message) -> None:

@@ -254,11 +254,12 @@ def oracle(
     """Module III: the fine-grained oracle of one instruction."""
     from mango.cli.scenes import scene_file
     from mango.errors import InputError
-    from mango.generation.models import select_scene
+    from mango.generation.models import instruction_problem, select_scene
     from mango.generation.runner import load_libraries, run_oracle, slugify
 
-    if not instruction.strip():
-        _fail(InputError("the instruction is empty", field="--instruction"))
+    why = instruction_problem(instruction)
+    if why is not None:
+        _fail(InputError(why, field="--instruction"))
     try:
         entry = select_scene(scene_file(scene), instruction, str(scene))
         libs = load_libraries(libraries)

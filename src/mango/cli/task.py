@@ -79,6 +79,7 @@ def run(
     """Run one orchestrated episode and print its outcome (commands.md §4)."""
     from mango.cli.outputs import output_dir, output_file, write_error
     from mango.errors import InputError
+    from mango.generation.models import instruction_problem
     from mango.oracle.world_state import write_trace
     from mango.orchestrator.config import OrchestratorConfig, parse_backend_opts
     from mango.orchestrator.runs import run_episode
@@ -95,6 +96,8 @@ def run(
                                  backend=backend, model=model, backend_opts=opts,
                                  vlm_monitor_hz=vlm_monitor_hz)
         check_backend_config(cfg)
+        if instruction is not None and (why := instruction_problem(instruction)) is not None:
+            raise InputError(why, field="--instruction")
         sc = as_scene(scene)
         flt = parse_fault(fault) if fault else None
         if flt is not None:

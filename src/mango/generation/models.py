@@ -344,14 +344,30 @@ def _validate(model: type[_Model], data: Any, file: str, prefix: str = "") -> An
         raise from_validation_error(exc, file=file, prefix=prefix) from None
 
 
+# The longest instruction read (characters): LIBERO's longest is ~110 and a paragraph of
+# directions stays far below; the reader's work grows with the length (120 KB took 10 s).
+MAX_INSTRUCTION_CHARS = 1000
+
+
+def instruction_problem(text: str) -> str | None:
+    """Why `text` cannot be an instruction (empty, too long), or None."""
+    if not text.strip():
+        return "the instruction is empty"
+    if len(text) > MAX_INSTRUCTION_CHARS:
+        return (f"the instruction is {len(text)} characters long; an instruction has at most "
+                f"{MAX_INSTRUCTION_CHARS}")
+    return None
+
+
 def load_tasks(path: str | Path) -> list[str]:
     """TASKS.json (spec §7): a non-empty JSON list of instruction strings."""
     data = read_json(path)
     if not isinstance(data, list) or not data:
         raise InputError("expected a non-empty JSON list of instruction strings", file=str(path))
     for i, item in enumerate(data):
-        if not isinstance(item, str) or not item.strip():
-            raise InputError("must be a non-empty string", file=str(path), field=f"[{i}]")
+        why = instruction_problem(item) if isinstance(item, str) else "not a string"
+        if why is not None:
+            raise InputError(why, file=str(path), field=f"[{i}]")
     return [s.strip() for s in data]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mango.generation.models import SceneTask
+from mango.generation.models import MAX_INSTRUCTION_CHARS, SceneTask, instruction_problem
 from mango.generation.offline.lexicon import LEXICON, head_noun, singular, token_sim, tokens_of
 from mango.generation.offline.matching import Grounder
 from mango.generation.offline.parsing import (
@@ -494,6 +494,10 @@ class InstructionGrounder:
 
     def ground(self, instruction: str) -> ParseResult:
         result = ParseResult(instruction=instruction)
+        too_long = len(instruction) > MAX_INSTRUCTION_CHARS and instruction_problem(instruction)
+        if too_long:  # refused before any reading: the grammar's work grows with the length
+            result.problems.append(too_long)
+            return result
         clauses, unread = parse_instruction(instruction)
         self.problems.extend(unread)
         if not clauses:
