@@ -278,3 +278,16 @@ def test_whitespace_in_free_text_is_still_fine(tmp_path: Path) -> None:
     assert (code, err) == (2, f"error: {tmp_path / 'oracle.json'}, field 'instruction': "
                               "control character U+202E (RIGHT-TO-LEFT OVERRIDE): names, "
                               "parameters and expressions are printable text\n")
+
+
+def test_a_library_file_that_is_no_regular_file_is_named_as_what_it_is(tmp_path: Path) -> None:
+    """A FIFO as the atomic library was reported as missing: what is there is named."""
+    from mango.generation.runner import ATOMIC_LIBRARY, ORACLE_LIBRARY, load_libraries
+
+    os.mkfifo(tmp_path / ATOMIC_LIBRARY)
+    (tmp_path / ORACLE_LIBRARY).write_text("{}")
+    with pytest.raises(InputError, match="a named pipe"):
+        load_libraries(tmp_path)
+    (tmp_path / ATOMIC_LIBRARY).unlink()
+    with pytest.raises(InputError, match=f"missing {ATOMIC_LIBRARY}"):
+        load_libraries(tmp_path)

@@ -90,7 +90,7 @@ def load_libraries(directory: str | Path) -> tuple[AtomicLibraryAnswer, AtomicOr
         raise InputError("not a directory (expected the output of 'mango generate library')",
                          file=str(d))
     for name in (ATOMIC_LIBRARY, ORACLE_LIBRARY):
-        if not (d / name).is_file():
+        if not (d / name).exists():  # anything else there is named by the reader (a FIFO...)
             raise InputError(f"missing {name}", file=str(d))
     return load_atomic_library(d / ATOMIC_LIBRARY), load_atomic_oracle_library(d / ORACLE_LIBRARY)
 
