@@ -361,6 +361,12 @@ WALK: dict[str, tuple[Step, ...]] = {
                     "the rules' plan: local plan refused")),
     ),
     "mango sim scenes": (Run("mango sim scenes", expect=("libero10_stove_moka",)),),
+    "mango sim run --scene libero/libero_spatial/0 --seed 1 --trace out/libero/t.jsonl "
+    "--states out/libero/s.npz --json": (
+        proved_by("test/sim/test_libero_sim_run.py::test_run_writes_a_trace_whose_states_libero_reproduces",
+                  'SCENE = "libero/libero_spatial/0"', '"sim", "run", "--scene", SCENE',
+                  '"--seed", 1', '"--trace", trace', '"--states", states', '"--json"'),
+    ),
     "mango sim run --scene stove_moka --seed 3 [--fault drop@0.3] --trace out/t.jsonl "
     "[--video out/v.mp4]": (
         Run("mango sim run --scene stove_moka --seed 3 --trace out/t.jsonl --video out/v.mp4",

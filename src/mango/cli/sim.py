@@ -19,6 +19,8 @@ import typer
 from mango.cli.bounds import MAX_IMAGE_SIDE, MAX_SEED_COUNT, SEED_MAX, SeedOpt
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from mango.errors import InputError
     from mango.sim.runner import EpisodeResult
 
@@ -108,9 +110,20 @@ def run(
         "--markers", help="Marker map YAML for --world-state estimated (default: "
         "sim.markers.auto_marker_map: solid tops, container walls and floors, drawer, door "
         "and knob markers).")] = None,
+    states: Annotated[Path | None, typer.Option(
+        "--states", help="LIBERO scenes: write LIBERO's simulator state (get_sim_state) of "
+        "every world state of the trace, as an .npz with `states` (N x D) and `t` (N).")]
+    = None,
+    max_steps: Annotated[int | None, typer.Option(
+        "--max-steps", min=1, max=10000, help="LIBERO scenes: control steps (20 Hz) at most "
+        "(default: LeRobot's per suite plus 10 settling steps).")] = None,
+    json_output: Annotated[bool, typer.Option(
+        "--json", help="Print the labels as one JSON object on stdout (LIBERO scenes add "
+        "libero_success).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
-    """Run the scripted expert on a scene and write its trace, labels and video."""
+    """Run the scripted expert on a scene (or LIBERO itself: --scene libero/SUITE/TASK, --seed
+    = LIBERO's init state) and write its trace, labels and video."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -118,10 +131,19 @@ def run(
     from mango.sim.env import as_scene
     from mango.sim.expert.policy import ExpertPolicy
     from mango.sim.faults import parse_fault
+    from mango.sim.libero.scene_names import is_libero_scene
     from mango.sim.runner import run_episode, write_outputs
 
-    console = Console(stderr=True, quiet=quiet)
+    console = Console(stderr=True, quiet=quiet or json_output)
+    if is_libero_scene(scene):
+        unused = {"--fault": fault, "--video": video, "--markers": markers,
+                  "--world-state estimated": world_state if world_state != "truth" else None}
+        _run_libero(scene, seed, trace, labels, states, max_steps, json_output, console, unused)
+        return
     try:
+        for flag, given in (("--states", states), ("--max-steps", max_steps)):
+            if given is not None:
+                raise InputError(f"{flag} is for LIBERO scenes (libero/SUITE/TASK)", field=flag)
         sc = as_scene(scene)
         f = parse_fault(fault) if fault else None
         if video is not None and video.suffix.lower() not in (".mp4", ".gif"):
@@ -161,7 +183,64 @@ def run(
         write_outputs(result, trace, labels_path, video)
     except InputError as exc:
         _fail(exc)
+    if json_output:
+        print(json.dumps(result.labels))
+        return
     _summary(Console(quiet=quiet), result, trace, labels_path, video)
+
+
+def _run_libero(scene: str, seed: int, trace: Path, labels: Path | None, states: Path | None,
+                max_steps: int | None, json_output: bool, console: Console,
+                unused: dict[str, object]) -> None:
+    """`mango sim run --scene libero/SUITE/TASK`: the LIBERO expert in LIBERO's own process;
+    trace at LIBERO's 20 Hz control rate (`mango.sim.libero.episode`)."""
+    from mango.cli.outputs import output_file, run_progress
+    from mango.errors import InputError
+    from mango.sim.libero import LiberoClient, LiberoRuntimeError, parse_init_state, parse_scene
+    from mango.sim.libero.client import find_venv, runtime_problem
+    from mango.sim.libero.episode import run_libero_episode, step_limit, write_states
+    from mango.sim.runner import write_run_files
+
+    try:
+        for flag, given in unused.items():
+            if given is not None:
+                raise InputError(f"{flag} is not wired for LIBERO scenes yet: run without it",
+                                 field=flag.split()[0])
+        sc = parse_scene(scene, field="--scene")
+        init = parse_init_state(seed, field="--seed")
+        labels_path = labels or trace.with_suffix(".labels.json")
+        for path, what in ((trace, "trace"), (labels_path, "labels file"),
+                           (states, "states file")):
+            if path is not None:
+                output_file(path, what)
+        problem = runtime_problem(find_venv())
+        if problem:
+            raise InputError(problem, field="--scene")
+        with run_progress(console) as progress:
+            bar = progress.add_task(f"{sc.name} init state {init}",
+                                    total=max_steps or step_limit(sc.suite))
+            with LiberoClient() as client:
+                ep = run_libero_episode(client, sc, init, max_steps=max_steps,
+                                        on_state=lambda _s: progress.advance(bar))
+        write_run_files(ep.states, ep.labels, trace, labels_path)
+        if states is not None:
+            write_states(states, ep)
+    except InputError as exc:
+        _fail(exc)
+    except LiberoRuntimeError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise typer.Exit(1) from None
+    if json_output:
+        print(json.dumps(ep.labels))
+        return
+    out = Console()
+    verdict = "[green]success[/green]" if ep.libero_success else "[red]no success[/red]"
+    out.print(f"{sc.name} ({ep.task.stem}) init state {init}: LIBERO's check_success: "
+              f"{verdict}, {len(ep.states)} states at 20 Hz, t = {ep.states[-1].t:.2f} s")
+    if ep.labels["expert_error"]:
+        out.print(f"[yellow]expert stopped:[/yellow] {ep.labels['expert_error']}")
+    out.print(f"trace: {trace}  labels: {labels_path}" + (f"  states: {states}" if states
+                                                          else ""))
 
 
 def _summary(console, result: EpisodeResult, trace: Path, labels: Path,

@@ -175,21 +175,38 @@ def run_episode(
                          video_every)
 
 
+def write_run_files(
+    states: list[WorldState],
+    labels: dict[str, Any],
+    trace: str | Path,
+    labels_path: str | Path | None = None,
+    *others: str | Path | None,
+) -> None:
+    """A run's world-state trace (JSON Lines) and labels (JSON): the one writer of both, for the
+    embedded sim and LIBERO alike; `others` are further outputs whose folders are made too."""
+    writing: str | Path = trace  # named in the error: a full disk's error names no file
+    try:
+        for p in (trace, labels_path, *others):
+            if p is not None:
+                writing = p
+                Path(p).parent.mkdir(parents=True, exist_ok=True)
+        writing = trace
+        write_trace(trace, states)
+        if labels_path is not None:
+            writing = labels_path
+            Path(labels_path).write_text(json.dumps(labels, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write output: {exc.strerror}",
+                         file=exc.filename or str(writing)) from None
+
+
 def write_outputs(
     result: EpisodeResult,
     trace: str | Path,
     labels: str | Path | None = None,
     video: str | Path | None = None,
 ) -> None:
-    try:
-        for p in (trace, labels, video):
-            if p is not None:
-                Path(p).parent.mkdir(parents=True, exist_ok=True)
-        write_trace(trace, result.states)
-    except OSError as exc:
-        raise InputError(f"cannot write output: {exc.strerror}", file=exc.filename) from None
-    if labels is not None:
-        Path(labels).write_text(json.dumps(result.labels, indent=2) + "\n", encoding="utf-8")
+    write_run_files(result.states, result.labels, trace, labels, video)
     if video is not None and result.frames:
         import imageio.v2 as imageio
 

@@ -140,6 +140,11 @@ class LiberoClient:
     def get_sim_state(self) -> list[float]:
         return self._call("get_state")
 
+    def observe(self) -> tuple[dict[str, Any], list[float]]:
+        """`facts()` and `get_sim_state()` of the same instant, in one request."""
+        answer = self._call("observe")
+        return answer["facts"], answer["state"]
+
     def set_sim_state(self, state: list[float]) -> None:
         """LIBERO's `set_init_state`: any state `get_sim_state` returned for this task."""
         self._call("set_state", state=[float(x) for x in state])

@@ -53,6 +53,7 @@ class Worker:
         self.last_gripper = -1.0
         self.geom_owner: dict[int, str] = {}
         self.body_geoms: dict[str, list[int]] = {}
+        self.part_geoms: dict[str, list[int]] = {}
 
     # --------------------------------------------------------------------------- tasks
 
@@ -141,6 +142,10 @@ class Worker:
             for gname in gripper.important_geoms[key]:
                 owner[model.geom_name2id(gname)] = part
         self.geom_owner, self.body_geoms = owner, body_geoms
+        self.part_geoms = {
+            j: self._part_geoms(model.joint_name2id(j))
+            for obj in inner.fixtures_dict.values() for j in getattr(obj, "joints", None) or []
+        }
 
     def _articulation(self) -> dict[str, dict[str, list[float]]]:
         out = {}
@@ -180,6 +185,11 @@ class Worker:
 
     def op_get_state(self) -> list[float]:
         return [float(x) for x in self._need_env().get_sim_state()]
+
+    def op_observe(self) -> dict[str, Any]:
+        """The facts and LIBERO's simulator state of the same instant, in one request (a trace
+        records both every control step)."""
+        return {"facts": self.op_facts(), "state": self.op_get_state()}
 
     def op_set_state(self, state: list[float]) -> None:
         import numpy as np
@@ -258,16 +268,22 @@ class Worker:
 
         inner = self._need_env().env
         sim = inner.sim
+        # after a step MuJoCo's poses and contacts are those of the last physics substep's
+        # start; recomputed, the facts are a function of the simulator state itself, as they
+        # are when that state is reloaded (`set_init_state` runs `sim.forward()` too)
+        sim.forward()
         data, model = sim.data, sim.model
         objects: dict[str, Any] = {}
         for name in (*inner.objects_dict, *inner.fixtures_dict):
             bid = inner.obj_body_id[name]
             pos = data.body_xpos[bid]
             mat = data.body_xmat[bid].reshape(3, 3)
+            half, box = self._extents(self.body_geoms.get(name, []), pos, mat)
             objects[name] = {
                 "position": [float(x) for x in pos],
                 "orientation": [float(x) for x in data.body_xquat[bid]],
-                "half_extent": self._half_extent(name, pos, mat),
+                "half_extent": half,
+                "box": box,
                 "fixture": name in inner.fixtures_dict,
             }
         regions: dict[str, Any] = {}
@@ -284,9 +300,19 @@ class Worker:
         joints: dict[str, Any] = {}
         for name, obj in inner.fixtures_dict.items():
             for jname in getattr(obj, "joints", None) or []:
+                jid = model.joint_name2id(jname)
                 joints[jname] = {
                     "fixture": name,
                     "q": float(data.qpos[model.get_joint_qpos_addr(jname)]),
+                    # what a scripted hand needs to work the joint: its world axis and
+                    # anchor, and the world box of the part it moves (a drawer, a door)
+                    "axis": [float(x) for x in data.xaxis[jid]],
+                    "anchor": [float(x) for x in data.xanchor[jid]],
+                    "hinge": int(model.jnt_type[jid]) == 3,
+                    "part_box": self._extents(self.part_geoms[jname], np.zeros(3),
+                                              np.eye(3))[1],
+                    # each collision geom of the part: world box centre and half extents
+                    "geoms": [self._world_box(g) for g in self.part_geoms[jname]],
                 }
         devices = {
             name: {"on": bool(inner.object_states_dict[name].turn_on())}
@@ -305,7 +331,13 @@ class Worker:
             for name, obj in inner.objects_dict.items()
         }
         fingers = [data.qpos[model.get_joint_qpos_addr(j)] for j in gripper.joints]
-        eef = data.site_xpos[model.site_name2id(gripper.important_sites["grip_site"])]
+        grip_site = model.site_name2id(gripper.important_sites["grip_site"])
+        eef = data.site_xpos[grip_site]
+        pads = [
+            np.mean([data.geom_xpos[model.geom_name2id(g)]
+                     for g in gripper.important_geoms[key]], axis=0)
+            for key in ("left_fingerpad", "right_fingerpad")
+        ]
         return {
             "objects": objects,
             "regions": regions,
@@ -317,25 +349,55 @@ class Worker:
                 "width": float(fingers[0] - fingers[1]),
                 "closed": self.last_gripper > 0,
                 "position": [float(x) for x in eef],
+                # the grip site's frame (row-major) and the finger pads' centres: the
+                # hand's pointing and closing axes, read rather than assumed
+                "rotation": [float(x) for x in data.site_xmat[grip_site]],
+                "pads": [[float(x) for x in p] for p in pads],
             },
+            "robot": {"base": [float(x) for x in data.body_xpos[
+                model.body_name2id(inner.robots[0].robot_model.root_body)]]},
             "time": float(data.time),
         }
 
-    def _half_extent(self, name: str, pos: Any, mat: Any) -> list[float]:
-        """Half extents, in the body frame about the body's origin (LIBERO's reference point),
-        of the box holding the entity's collision geoms."""
+    def _extents(self, geoms: list[int], pos: Any, mat: Any) -> tuple[list[float], list[Any]]:
+        """Of the box holding `geoms`: its half extents in the frame (`pos`, `mat`) about
+        `pos` (an entity's reference point, LIBERO's), and its world axis-aligned bounds."""
         import numpy as np
 
         data, model = self.env.env.sim.data, self.env.env.sim.model
         hi = np.zeros(3)
-        for gid in self.body_geoms.get(name, []):
+        lo_w, hi_w = np.full(3, np.inf), np.full(3, -np.inf)
+        for gid in geoms:
             centre, half = model.geom_aabb[gid][:3], model.geom_aabb[gid][3:]
             gmat = data.geom_xmat[gid].reshape(3, 3)
             world = data.geom_xpos[gid] + gmat @ centre
             local = mat.T @ (world - pos)
             ext = np.abs(mat.T @ gmat) @ half
             hi = np.maximum(hi, np.abs(local) + ext)
-        return [float(x) for x in hi]
+            wext = np.abs(gmat) @ half
+            lo_w, hi_w = np.minimum(lo_w, world - wext), np.maximum(hi_w, world + wext)
+        box = [[float(x) for x in lo_w], [float(x) for x in hi_w]] if geoms else []
+        return [float(x) for x in hi], box
+
+    def _world_box(self, gid: int) -> list[float]:
+        import numpy as np
+
+        data, model = self.env.env.sim.data, self.env.env.sim.model
+        gmat = data.geom_xmat[gid].reshape(3, 3)
+        centre = data.geom_xpos[gid] + gmat @ model.geom_aabb[gid][:3]
+        half = np.abs(gmat) @ model.geom_aabb[gid][3:]
+        return [float(x) for x in (*centre, *half)]
+
+    def _part_geoms(self, jid: int) -> list[int]:
+        """The collision geoms of the body a joint moves and of the bodies it carries."""
+        model = self.env.env.sim.model
+        body = int(model.jnt_bodyid[jid])
+        moved = {body}
+        for b in range(model.nbody):  # parents come before children in MuJoCo's order
+            if int(model.body_parentid[b]) in moved and b != 0:
+                moved.add(b)
+        return [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in moved
+                and (int(model.geom_contype[g]) or int(model.geom_conaffinity[g]))]
 
     def op_close(self) -> None:
         if self.env is not None:
