@@ -381,3 +381,19 @@ def test_a_verbless_reading_that_names_nothing_says_no_verb_was_read() -> None:
     assert read_goals("cream cheese and butter into the basket", "living_room_basket") == [
         ("pick_place", "cream_cheese_1", "in", "basket_1_contain_region"),
         ("pick_place", "butter_1", "in", "basket_1_contain_region")]
+
+
+def test_a_joint_is_never_a_place_and_it_is_the_fixture_closed() -> None:
+    """A scene listing a drawer's joint beside its region ("bottom drawer (joint)", "inside of
+    the bottom drawer"): "in the bottom drawer" is the region, never the joint, and "close it"
+    the cabinet. The joint once tied with the region when "bottom" read as a position, and the
+    real-model test's prompt changed under it."""
+    from mango.generation.models import load_scene_file, select_scene
+
+    said = "put the black bowl in the bottom drawer of the cabinet and close it"
+    scene = select_scene(load_scene_file(DATA / "llm" / "drawer_scene.json"), said)
+    res = ground_instruction(said, scene)
+    assert res.read_in_full, res.problems
+    assert [(g.kind, g.obj, g.relation, g.target) for g in res.goals] == [
+        ("pick_place", "akita_black_bowl_1", "in", "wooden_cabinet_1_bottom_region"),
+        ("close", "wooden_cabinet_1", None, None)]

@@ -395,7 +395,9 @@ class InstructionGrounder:
             return [e for e in ents if self.g.is_closable(e)] or ents
         if role == "switchable":
             return [e for e in ents if self.g.is_switchable(e)] or ents
-        return ents
+        # a place or a landmark: a joint is neither (nothing is put in "bottom drawer (joint)",
+        # the drawer's region is meant)
+        return [e for e in ents if self.g.kind(e) != "joint"] or ents
 
     # -- targets ------------------------------------------------------------------------
 
