@@ -106,23 +106,40 @@ def make_labels(scene: SceneSpec, seed: int, expert: ExpertPolicy) -> dict[str, 
     if m is not None and actions:
         ms = next(x for x in expert.milestones if x.to_json() == m)
         failed_step = paths[id(ms)]
-    return {
-        "scene": scene.name,
-        "seed": seed,
-        "instruction": scene.instruction,
-        "oracle": scene.oracle if oracle is not None else None,
-        "fault": str(fr.fault) if fr else None,
-        "fault_note": fr.note if fr else None,
-        "fault_t": fr.t if fr else None,
+    return labels_record(
+        scene=scene.name, seed=seed, instruction=scene.instruction,
+        oracle=scene.oracle if oracle is not None else None,
+        fault=str(fr.fault) if fr else None, fault_note=fr.note if fr else None,
+        fault_t=fr.t if fr else None, failed_step=failed_step, failed_t=gt["t"],
         # an undone goal (knocked out, never put back) fails too: oracles.md §5
-        "expected_verdict": "fail" if m is not None else "pass",
+        failed_milestone=m, event=gt["event"],
+        milestones=[x.to_json() for x in expert.milestones], expert_error=expert.error)
+
+
+def labels_record(*, scene: str, seed: int, instruction: str, failed_milestone: Any,
+                  milestones: list[dict[str, Any]], expert_error: str | None,
+                  oracle: str | None = None, fault: str | None = None,
+                  fault_note: str | None = None, fault_t: float | None = None,
+                  failed_step: str | None = None, failed_t: float | None = None,
+                  event: Any = None) -> dict[str, Any]:
+    """The labels file's fields, in their order: one writer for both simulators (the embedded
+    one and LIBERO itself); the verdict expected follows from the first milestone missed."""
+    return {
+        "scene": scene,
+        "seed": seed,
+        "instruction": instruction,
+        "oracle": oracle,
+        "fault": fault,
+        "fault_note": fault_note,
+        "fault_t": fault_t,
+        "expected_verdict": "fail" if failed_milestone is not None else "pass",
         "failed_step": failed_step,
-        "failed_t": gt["t"],
-        "failed_milestone": m,
-        "event": gt["event"],
-        "goal_expected": m is None,
-        "milestones": [x.to_json() for x in expert.milestones],
-        "expert_error": expert.error,
+        "failed_t": failed_t,
+        "failed_milestone": failed_milestone,
+        "event": event,
+        "goal_expected": failed_milestone is None,
+        "milestones": milestones,
+        "expert_error": expert_error,
     }
 
 

@@ -20,6 +20,7 @@ from mango.sim.libero.client import LiberoClient, LiberoTask
 from mango.sim.libero.expert import SETTLE_STEPS, LiberoExpert
 from mango.sim.libero.scene_names import LiberoScene
 from mango.sim.libero.world import world_state
+from mango.sim.runner import labels_record
 
 CONTROL_HZ = 20.0  # LIBERO's ControlEnv control_freq
 # Steps per episode after the settling no-ops, per suite: LeRobot's LIBERO environment
@@ -105,21 +106,9 @@ def episode_labels(scene: LiberoScene, init: int, task: LiberoTask, expert: Libe
     fault: the first milestone the expert did not achieve is the expected failure."""
     missed = next((m for m in milestones if not m["achieved"]), None)
     return {
-        "scene": scene.name,
-        "seed": init,
-        "instruction": task.language,
-        "oracle": None,
-        "fault": None,
-        "fault_note": None,
-        "fault_t": None,
-        "expected_verdict": "fail" if missed is not None else "pass",
-        "failed_step": None,
-        "failed_t": None,
-        "failed_milestone": missed,
-        "event": None,
-        "goal_expected": missed is None,
-        "milestones": milestones,
-        "expert_error": expert.error,
+        **labels_record(scene=scene.name, seed=init, instruction=task.language,
+                        failed_milestone=missed, milestones=milestones,
+                        expert_error=expert.error),
         "libero_task": {"suite": task.suite, "index": task.index, "name": task.name,
                         "stem": task.stem},
         "goal_atoms": [list(a) for a in task.goal],
