@@ -135,7 +135,10 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
                                         image_width=640, image_height=480)
     nodes["perception_node"].parameters.update(cameras=["front"])
     nodes["vla_node"].parameters.update(fault="wrong_object@1")
-    nodes["orchestrator_node"].parameters.update(record_dir=str(records))
+    # each test here waits for one particular signal (a wrong grasp, the sauce lost); the
+    # no-progress window (its own test: test_recovery.py) counts robot time, which a starved
+    # expert spends standing still on a busy machine, so it stays out of their way
+    nodes["orchestrator_node"].parameters.update(record_dir=str(records), no_progress_s=120.0)
     # the stack's recorder keeps the orchestrator's topics (only those here)
     assert set(TOPICS) <= set(nodes["bag_recorder"].parameters["topics"])
     bag = records / "bag"
