@@ -24,9 +24,10 @@ help:
 	@echo "make test   run the whole test suite (sets itself up)"
 	@echo "make bench  print the benchmark figures"
 	@echo "make docs   build the documentation site into site/ (strict)"
-	@echo "make setup  create .venv with ROS 2 wheels, interfaces and the library"
+	@echo "make setup  create .venv (ROS 2 wheels, interfaces, the library) and .venv-libero"
 
-setup: $(STAMPS)/env
+# LIBERO's own runtime is part of the set-up: a `libero/...` scene works after it
+setup: $(STAMPS)/env libero-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -123,7 +124,7 @@ $(PERCEPTION_DEPS)/.stamp: requirements/perception-transformers.txt
 browser:
 	@bash scripts/ensure_chromium.sh
 
-test: setup openpi-venv libero-venv perception-deps browser
+test: setup openpi-venv perception-deps browser
 	$(ENV) ruff check src test bench scripts
 	$(ENV) python -m pytest -q -n 2 -m "not serial" --durations=25
 	$(ENV) python -m pytest -q -m serial --durations=25
@@ -133,7 +134,7 @@ demo: setup  ## SCENE=, SEED=, FAULT=KIND@WHEN, VIEWS=1
 
 # every bench's tables also go to out/bench/tables.jsonl, collected into bench/results.json
 # (the Benchmarks page: `make docs`)
-bench: setup libero-venv
+bench: setup
 	@mkdir -p out/bench && rm -f out/bench/tables.jsonl
 	$(ENV) export MANGO_BENCH_JSON=$(CURDIR)/out/bench/tables.jsonl && \
 	  for b in bench/bench_*.py; do echo "== $$b"; python "$$b" || exit 1; done

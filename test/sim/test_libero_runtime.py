@@ -11,7 +11,7 @@ Conventions read from LIBERO's code (hf-libero 0.1.4 = Lifelong-Robot-Learning/L
 - open/close/turn thresholds: `libero/libero/envs/objects/articulated_objects.py`.
 
 One LIBERO process for the module (scenes build in 5-50 s). Needs `.venv-libero`
-(`make libero-venv`, part of `make test`): without it these tests fail, they never skip.
+(`make libero-venv`, part of `make setup`): without it these tests fail, they never skip.
 """
 
 from __future__ import annotations

@@ -189,6 +189,9 @@ def run(
     _summary(Console(quiet=quiet), result, trace, labels_path, video)
 
 
+_LIBERO_OPTIONS = {"suite": "--scene", "task": "--scene", "init": "--seed"}
+
+
 def _run_libero(scene: str, seed: int, trace: Path, labels: Path | None, states: Path | None,
                 max_steps: int | None, json_output: bool, console: Console,
                 unused: dict[str, object]) -> None:
@@ -226,6 +229,8 @@ def _run_libero(scene: str, seed: int, trace: Path, labels: Path | None, states:
         if states is not None:
             write_states(states, ep)
     except InputError as exc:
+        # LIBERO's process names the argument of its request it refused: name our option
+        exc.field = _LIBERO_OPTIONS.get(exc.field or "", exc.field)
         _fail(exc)
     except LiberoRuntimeError as exc:
         sys.stderr.write(f"error: {exc}\n")

@@ -110,7 +110,7 @@ class LiberoClient:
         answer = json.loads(line)
         if "error" in answer:
             if answer.get("kind") == "input":
-                raise InputError(answer["error"], field=op)
+                raise InputError(answer["error"], field=answer.get("arg") or op)
             raise LiberoRuntimeError(f"LIBERO failed in '{op}': {answer['error']}")
         return answer["ok"]
 

@@ -29,7 +29,12 @@ GRIPPER = "robot_gripper"
 
 
 class RequestError(Exception):
-    """A request the caller got wrong (unknown task, bad action): reported as kind `input`."""
+    """A request the caller got wrong (unknown task, bad action): reported as kind `input`,
+    naming the request's argument at fault (`arg`) so the caller can name its own field."""
+
+    def __init__(self, message: str, arg: str | None = None) -> None:
+        super().__init__(message)
+        self.arg = arg
 
 
 def _die_with_parent() -> None:
@@ -69,7 +74,8 @@ class Worker:
         from libero.libero import benchmark
 
         if suite not in SUITES:
-            raise RequestError(f"unknown LIBERO suite '{suite}' (one of {', '.join(SUITES)})")
+            raise RequestError(f"unknown LIBERO suite '{suite}' (one of {', '.join(SUITES)})",
+                               arg="suite")
         return benchmark.get_benchmark_dict()[suite]()
 
     def op_open(self, suite: str, task: int | str, init: int) -> dict[str, Any]:
@@ -80,18 +86,20 @@ class Worker:
         stems = [os.path.splitext(t.bddl_file)[0] for t in bench.tasks]
         if isinstance(task, str):
             if task not in stems:
-                raise RequestError(f"suite {suite} has no task '{task}' (no such BDDL file)")
+                raise RequestError(f"suite {suite} has no task '{task}' (no such BDDL file)",
+                                   arg="task")
             index = stems.index(task)
         else:
             if not 0 <= task < len(stems):
                 raise RequestError(
-                    f"suite {suite} has tasks 0..{len(stems) - 1}, not {task}"
+                    f"suite {suite} has tasks 0..{len(stems) - 1}, not {task}", arg="task"
                 )
             index = task
         states = bench.get_task_init_states(index)
         if not 0 <= init < len(states):
             raise RequestError(
-                f"task {suite}/{index} has init states 0..{len(states) - 1}, not {init}"
+                f"task {suite}/{index} has init states 0..{len(states) - 1}, not {init}",
+                arg="init",
             )
         self.op_close()
         t = bench.get_task(index)
@@ -426,7 +434,7 @@ def main() -> None:
                     raise RequestError(f"bad arguments for '{name}': {e}") from None
                 answer: dict[str, Any] = {"ok": op(**req)}
             except RequestError as e:
-                answer = {"error": str(e), "kind": "input"}
+                answer = {"error": str(e), "kind": "input", "arg": e.arg}
             except Exception as e:
                 tb = traceback.format_exc(limit=4)
                 answer = {"error": f"{type(e).__name__}: {e}\n{tb}", "kind": "runtime"}
