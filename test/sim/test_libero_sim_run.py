@@ -46,6 +46,9 @@ def test_run_writes_a_trace_whose_states_libero_reproduces(tmp_path: Path) -> No
     assert out["scene"] == SCENE and out["seed"] == 1
     assert isinstance(out["libero_success"], bool)
     assert out["goal_atoms"] == [["on", "akita_black_bowl_1", "plate_1"]]
+    # the fine-grained oracle of the instruction, read in LIBERO's semantics, agrees with LIBERO
+    assert (out["oracle_verdict"], out["oracle_failed_step"], out["oracle_error"]) == (
+        "pass", None, None)
 
     trace_states = read_trace(trace)
     npz = np.load(states)
@@ -78,11 +81,16 @@ def test_run_writes_a_trace_whose_states_libero_reproduces(tmp_path: Path) -> No
 
 
 def test_a_short_run_stops_at_max_steps(tmp_path: Path) -> None:
+    """Without --json: a summary for a person, the same labels file."""
     trace = tmp_path / "t.jsonl"
     res = mango("sim", "run", "--scene", "libero/libero_goal/put_the_bowl_on_the_plate",
-                "--trace", trace, "--max-steps", 12, "--json")
+                "--trace", trace, "--max-steps", 12)
     assert res.exit_code == 0, res.stderr
-    out = json.loads(res.stdout)
+    said = " ".join(res.stdout.split())
+    assert "check_success: no success" in said and "fine-grained oracle" in said, said
+    out = json.loads(trace.with_suffix(".labels.json").read_text())
+    # 12 steps from the init state: the hand has not even reached the bowl
+    assert out["oracle_verdict"] == "fail" and out["oracle_failed_step"] == "1.1", out
     assert out["steps"] == 12 and len(read_trace(trace)) == 13
     assert out["libero_success"] is False and out["expected_verdict"] == "fail"
     assert "step limit" in out["expert_error"]

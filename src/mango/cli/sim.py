@@ -197,6 +197,7 @@ def _run_libero(scene: str, seed: int, trace: Path, labels: Path | None, states:
                 unused: dict[str, object]) -> None:
     """`mango sim run --scene libero/SUITE/TASK`: the LIBERO expert in LIBERO's own process;
     trace at LIBERO's 20 Hz control rate (`mango.sim.libero.episode`)."""
+    from mango.bddl.libero_oracle import verdict_fields
     from mango.cli.outputs import output_file, run_progress
     from mango.errors import InputError
     from mango.sim.libero import LiberoClient, LiberoRuntimeError, parse_init_state, parse_scene
@@ -225,6 +226,7 @@ def _run_libero(scene: str, seed: int, trace: Path, labels: Path | None, states:
             with LiberoClient() as client:
                 ep = run_libero_episode(client, sc, init, max_steps=max_steps,
                                         on_state=lambda _s: progress.advance(bar))
+        ep.labels.update(verdict_fields(ep.task.bddl, ep.states))
         write_run_files(ep.states, ep.labels, trace, labels_path)
         if states is not None:
             write_states(states, ep)
@@ -238,10 +240,20 @@ def _run_libero(scene: str, seed: int, trace: Path, labels: Path | None, states:
     if json_output:
         print(json.dumps(ep.labels))
         return
+    from rich.console import Console
+
     out = Console()
     verdict = "[green]success[/green]" if ep.libero_success else "[red]no success[/red]"
     out.print(f"{sc.name} ({ep.task.stem}) init state {init}: LIBERO's check_success: "
               f"{verdict}, {len(ep.states)} states at 20 Hz, t = {ep.states[-1].t:.2f} s")
+    lab = ep.labels
+    if lab["oracle_verdict"] is None:
+        out.print(f"fine-grained oracle: {lab['oracle_error']}", highlight=False)
+    else:
+        failed = f", failed step {lab['oracle_failed_step']}" if lab["oracle_failed_step"] \
+            else ""
+        out.print(f"fine-grained oracle (LIBERO's semantics): {lab['oracle_verdict']}{failed}",
+                  highlight=False)
     if ep.labels["expert_error"]:
         out.print(f"[yellow]expert stopped:[/yellow] {ep.labels['expert_error']}")
     out.print(f"trace: {trace}  labels: {labels_path}" + (f"  states: {states}" if states

@@ -63,6 +63,7 @@ class LiberoTask:
     goal: tuple[tuple[str, ...], ...]
     state_size: int
     articulation: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    bddl: str = ""  # the task's BDDL file, in LIBERO's installation
 
 
 class LiberoClient:

@@ -123,6 +123,7 @@ class Worker:
             "index": index,
             "name": t.name,
             "stem": stems[index],
+            "bddl": bddl,
             "language": t.language,
             "init": init,
             "n_init_states": len(states),
