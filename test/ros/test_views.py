@@ -129,3 +129,16 @@ def test_a_recorded_run_exports_as_a_lerobot_dataset(views_bag: Path, tmp_path: 
     assert len(changes) == len(completions)
     for seen, done in zip(changes, completions, strict=True):
         assert done - 1e-6 <= seen < done + 1 / ds.fps
+
+
+def test_the_policys_diagnostics_are_in_the_bag(views_bag: Path) -> None:
+    """#38: every chunk's inference time, queue depth, idle time and clipping (vla_node's
+    `~/diagnostics`) is recorded with the run, numbered from the first chunk."""
+    types = default_types()
+    rows = [{kv.key: kv.value for kv in types.deserialize(m.data, m.msgtype).status[0].values}
+            for m in BagReader(views_bag).messages({"/vla_node/diagnostics"})]
+    assert rows, "no /vla_node/diagnostics in the bag"
+    assert [int(r["chunk"]) for r in rows] == list(range(1, len(rows) + 1))
+    for r in rows:
+        assert float(r["inference_time"]) >= 0 and int(r["queue_depth"]) > 0, r
+        assert {"idle", "clipped", "clip_warning", "late"} <= set(r), r
