@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from mango.errors import InputError, from_validation_error
+from mango.sim.libero.scene_names import is_libero_scene
 from mango.sim.seeds import MAX_SEED_COUNT, SEED_MAX
 from mango.yaml_files import read_yaml_mapping
 
@@ -234,6 +235,56 @@ def _check_task_system(system: TaskSystem, file: str, i: int) -> None:
                          ) from None
 
 
+def _check_libero_tasks(spec: CampaignFile, file: str) -> None:
+    """LIBERO's tasks (`libero/SUITE/TASK`, commands.md §7): seeds are LIBERO's init states;
+    what runs on them so far is the scripted expert, in-process, without faults (each checked
+    before anything runs, the task and its init states by LIBERO itself)."""
+    from mango.sim.libero import LiberoClient, parse_scene
+    from mango.sim.libero.client import find_venv, runtime_problem
+
+    tasks = [(i, t) for i, t in enumerate(spec.tasks) if is_libero_scene(t)]
+    if not tasks:
+        return
+    i, first = tasks[0]
+    if spec.runner != "in_process":
+        raise InputError(f"task '{first}': LIBERO's tasks run in_process (one LIBERO process "
+                         "per worker)", file=file, field="runner")
+    if spec.sampling != "grid":
+        raise InputError(f"task '{first}': mango sampling draws from faulted runs, and faults "
+                         "are not wired on LIBERO's tasks yet: use sampling: grid", file=file,
+                         field="sampling")
+    for j, fault in enumerate(spec.faults):
+        if fault != "none":
+            raise InputError(f"task '{first}': faults are not wired on LIBERO's tasks yet",
+                             file=file, field=f"faults[{j}]")
+    for k, system in enumerate(spec.systems):
+        if not isinstance(system, PolicySystem):
+            raise InputError(f"task '{first}': orchestrated systems do not run on LIBERO's "
+                             "tasks yet (the scripted expert does: kind: policy)", file=file,
+                             field=f"systems[{k}].kind")
+    scenes = []
+    for i, task in tasks:
+        try:
+            scenes.append((i, task, parse_scene(task)))
+        except InputError as exc:
+            raise InputError(exc.message, file=file, field=f"tasks[{i}]") from None
+    problem = runtime_problem(find_venv())
+    if problem:
+        raise InputError(problem, file=file, field=f"tasks[{tasks[0][0]}]")
+    last = spec.seeds.start + spec.seeds.count - 1
+    with LiberoClient() as client:
+        for i, task, scene in scenes:
+            try:
+                n = client.task_info(scene)["n_init_states"]
+            except InputError as exc:
+                raise InputError(f"task '{task}': {exc.message}", file=file,
+                                 field=f"tasks[{i}]") from None
+            if last >= n:
+                raise InputError(f"task '{task}' has LIBERO init states 0..{n - 1}: seeds "
+                                 f"{spec.seeds.start}..{last} run past them", file=file,
+                                 field="seeds")
+
+
 def _check_tasks_and_faults(spec: CampaignFile, file: str) -> None:
     from mango.sim.env import as_scene
     from mango.sim.faults import FaultInjector, parse_fault
@@ -247,7 +298,10 @@ def _check_tasks_and_faults(spec: CampaignFile, file: str) -> None:
             faults.append(parse_fault(text))
         except InputError as exc:
             raise InputError(exc.message, file=file, field=f"faults[{j}]") from None
+    _check_libero_tasks(spec, file)
     for i, task in enumerate(spec.tasks):
+        if is_libero_scene(task):
+            continue
         try:
             scene = as_scene(task)
         except InputError as exc:

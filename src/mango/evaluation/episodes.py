@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mango.evaluation.campaign import EpisodeSpec, TaskSystem
+from mango.sim.libero.scene_names import is_libero_scene
 
 
 def execute_episode(spec: EpisodeSpec, system: dict[str, Any]
@@ -38,6 +39,10 @@ def execute_episode(spec: EpisodeSpec, system: dict[str, Any]
                               "seed": spec.seed, "fault": spec.fault, "error": None}
     files: dict[str, str] = {}
     try:
+        if is_libero_scene(spec.task):
+            _run_libero(spec, result, files)
+            result["wall_s"] = round(time.perf_counter() - t0, 3)
+            return result, files
         scene = with_oracle(as_scene(spec.task), (system.get("oracles") or {}).get(spec.task))
         fault = parse_fault(spec.fault) if spec.fault else None
         if system["kind"] == "task":
@@ -57,6 +62,39 @@ def execute_episode(spec: EpisodeSpec, system: dict[str, Any]
                       error=f"{type(exc).__name__}: {exc}")
     result["wall_s"] = round(time.perf_counter() - t0, 3)
     return result, files
+
+
+def _run_libero(spec: EpisodeSpec, result: dict[str, Any], files: dict[str, str]) -> None:
+    """The scripted expert on LIBERO itself from init state `seed`: success is LIBERO's
+    `check_success()`, which is also the symbolic reference (the benchmark's own end-state
+    check); the fine-grained verdict is the oracle generated from the task's instruction, read
+    in LIBERO's semantics (`bddl.libero_oracle`). The truth the two are judged against is
+    LIBERO's verdict; the labelled failed step stays unknown (None) until labels come from
+    LIBERO's predicates along the episode. An expert that stops short (the step limit) is a
+    failed episode, not an error: its reason is the labels' `expert_error`."""
+    from mango.bddl.libero_oracle import judge, task_oracle
+    from mango.oracle.world_state import trace_lines
+    from mango.sim.libero import LiberoClient, parse_scene
+    from mango.sim.libero.episode import CONTROL_HZ, run_libero_episode
+
+    with LiberoClient() as client:
+        ep = run_libero_episode(client, parse_scene(spec.task), spec.seed)
+    oracle, approved = task_oracle(ep.task.bddl)
+    report = judge(oracle, ep.states).to_json()
+    verdict = "pass" if ep.libero_success else "fail"
+    labels = {**ep.labels, "expected_verdict": verdict, "failed_step": None,
+              "failed_step_labelled": False,
+              "oracle_verdict": report["verdict"], "oracle_failed_step": report["failed_step"],
+              "oracle_approved": approved}
+    files["trace.jsonl"] = "".join(trace_lines(ep.states))
+    files["labels.json"] = json.dumps(labels, indent=2) + "\n"
+    result.update(success=ep.libero_success, verdict=report,
+                  symbolic={"verdict": verdict, "goal": "check_success()",
+                            "t_end": ep.states[-1].t, "first_satisfied_t": None if
+                            ep.labels["libero_first_success_step"] is None else
+                            ep.labels["libero_first_success_step"] / CONTROL_HZ,
+                            "n_states": len(ep.states)},
+                  labels=labels, libero_success=ep.libero_success)
 
 
 def with_oracle(scene: Any, oracle: str | None) -> Any:

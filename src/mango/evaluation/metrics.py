@@ -19,12 +19,16 @@ from mango.evaluation.stats import a12, sign_flip_test, wilson
 
 
 def confusion(pairs: Iterable[tuple[bool, bool, bool | None]]) -> dict[str, Any]:
-    """(predicted fail, truly failed, step right or None) triples -> Table III figures."""
-    tp = fp = tn = fn = located = 0
+    """(predicted fail, truly failed, step right or None) triples -> Table III figures; a
+    true positive whose step is None (no labelled step to compare) is left out of the
+    localization accuracy, not counted as missed."""
+    tp = fp = tn = fn = located = compared = 0
     for predicted, actual, step_ok in pairs:
         if predicted and actual:
             tp += 1
-            located += bool(step_ok)
+            if step_ok is not None:
+                compared += 1
+                located += bool(step_ok)
         elif predicted:
             fp += 1
         elif actual:
@@ -39,7 +43,7 @@ def confusion(pairs: Iterable[tuple[bool, bool, bool | None]]) -> dict[str, Any]
     return {"confusion": {"tp": tp, "fp": fp, "tn": tn, "fn": fn},
             "accuracy": (tp + tn) / n if n else None, "precision": precision,
             "recall": recall, "f1": f1,
-            "localization_accuracy": located / tp if tp else None}
+            "localization_accuracy": located / compared if compared else None}
 
 
 NO_DECISION = "no recovery decision"
@@ -70,11 +74,18 @@ def _judged(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in results if r.get("labels") and r.get("error") is None]
 
 
+def _step_labelled(result: dict[str, Any]) -> bool:
+    """Whether the labels name the failed step (a LIBERO episode's say only LIBERO's verdict:
+    `failed_step_labelled: false`)."""
+    return result["labels"].get("failed_step_labelled", True) is not False
+
+
 def _table3(judged: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
     """MANGO Table III over judged episodes: the fine-grained oracle and the symbolic end
     state, each against the labels."""
     fine = confusion((r["verdict"]["verdict"] == "fail", r["labels"]["expected_verdict"] == "fail",
-                      r["verdict"]["failed_step"] == r["labels"]["failed_step"]) for r in judged)
+                      r["verdict"]["failed_step"] == r["labels"]["failed_step"]
+                      if _step_labelled(r) else None) for r in judged)
     symbolic = confusion((r["symbolic"]["verdict"] == "fail",
                           r["labels"]["expected_verdict"] == "fail", None) for r in judged)
     symbolic["localization_accuracy"] = None  # an end-state check names no step
@@ -104,8 +115,8 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         task_tables[task] = {**f, "symbolic": sym, "judged": len(rows)}
     by_stage = {}
     for stage in STAGES:
-        failed = [r for r in judged
-                  if stage_of(r["labels"], [s["path"] for s in r["verdict"]["steps"]]) == stage]
+        failed = [r for r in judged if _step_labelled(r)
+                  and stage_of(r["labels"], [s["path"] for s in r["verdict"]["steps"]]) == stage]
         caught = [r for r in failed if r["verdict"]["verdict"] == "fail"]
         located = [r for r in caught
                    if r["verdict"]["failed_step"] == r["labels"]["failed_step"]]

@@ -26,6 +26,7 @@ from mango.evaluation.episodes import execute_episode, write_episode
 from mango.evaluation.sampling import QUOTA, fault_catalogue, select, stage_of
 from mango.evaluation.store import Store
 from mango.evaluation.streaming import stream_bounded
+from mango.sim.libero.scene_names import is_libero_scene
 
 STORE_FILE = "campaign.sqlite"
 POOL = "pool"  # the sampling runs' system name
@@ -171,14 +172,17 @@ def run_campaign(campaign: Campaign, out: str | Path, workers: int = 1,
 def _oracle_files(campaign: Campaign, store: Store, out: Path) -> dict[str, str]:
     """task -> oracle file when the campaign judges with generated oracles (made once: a
     resumed run keeps the files its finished episodes were judged with)."""
-    if campaign.spec.oracles != "generated":
+    if campaign.spec.oracles != "generated" or all(map(is_libero_scene, campaign.spec.tasks)):
         return {}
     made = store.meta("oracle_files")
     if made and all(Path(f).is_file() for f in made.values()):
         return dict(made)
     from mango.evaluation.generated import generate_oracles
 
-    files, table = generate_oracles(list(campaign.spec.tasks), out)
+    # LIBERO's tasks are judged by the oracle of their own BDDL's instruction, made per
+    # episode in LIBERO's semantics (`evaluation.episodes`), whatever `oracles` says
+    files, table = generate_oracles([t for t in campaign.spec.tasks if not is_libero_scene(t)],
+                                    out)
     store.set_meta("generation", table)
     store.set_meta("oracle_files", files)
     return files

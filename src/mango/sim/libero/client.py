@@ -126,6 +126,11 @@ class LiberoClient:
         """LIBERO's tasks of `suite` in benchmark order (index, name, stem, language)."""
         return self._call("tasks", suite=suite)
 
+    def task_info(self, scene: LiberoScene) -> dict[str, Any]:
+        """One task as LIBERO lists it (index, name, stem, language, n_init_states), without
+        building it: an unknown suite or task is an `InputError` naming `suite` or `task`."""
+        return self._call("task", suite=scene.suite, task=scene.task)
+
     def open(self, scene: LiberoScene, init: int = 0) -> LiberoTask:
         """Build the task as LIBERO's harness does: `env.seed(0); env.reset();
         env.set_init_state(get_task_init_states(i)[init])`."""

@@ -78,23 +78,33 @@ class Worker:
                                arg="suite")
         return benchmark.get_benchmark_dict()[suite]()
 
-    def op_open(self, suite: str, task: int | str, init: int) -> dict[str, Any]:
-        from libero.libero import get_libero_path
-        from libero.libero.envs.env_wrapper import ControlEnv
-
+    def _task(self, suite: str, task: int | str) -> tuple[Any, int, list[str]]:
+        """(the suite's benchmark, the task's index, every task's BDDL stem)."""
         bench = self._suite(suite)
         stems = [os.path.splitext(t.bddl_file)[0] for t in bench.tasks]
         if isinstance(task, str):
             if task not in stems:
                 raise RequestError(f"suite {suite} has no task '{task}' (no such BDDL file)",
                                    arg="task")
-            index = stems.index(task)
-        else:
-            if not 0 <= task < len(stems):
-                raise RequestError(
-                    f"suite {suite} has tasks 0..{len(stems) - 1}, not {task}", arg="task"
-                )
-            index = task
+            return bench, stems.index(task), stems
+        if not 0 <= task < len(stems):
+            raise RequestError(
+                f"suite {suite} has tasks 0..{len(stems) - 1}, not {task}", arg="task"
+            )
+        return bench, task, stems
+
+    def op_task(self, suite: str, task: int | str) -> dict[str, Any]:
+        """One task without building it: what a caller checks a request against first."""
+        bench, index, stems = self._task(suite, task)
+        t = bench.get_task(index)
+        return {"index": index, "name": t.name, "stem": stems[index], "language": t.language,
+                "n_init_states": len(bench.get_task_init_states(index))}
+
+    def op_open(self, suite: str, task: int | str, init: int) -> dict[str, Any]:
+        from libero.libero import get_libero_path
+        from libero.libero.envs.env_wrapper import ControlEnv
+
+        bench, index, stems = self._task(suite, task)
         states = bench.get_task_init_states(index)
         if not 0 <= init < len(states):
             raise RequestError(
