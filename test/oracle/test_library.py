@@ -105,6 +105,18 @@ def test_library_restricts_the_predicates_available() -> None:
         StepTracker({"plan": [{"action_id": "x", "monitoring": [{"handle_as": "in(a, b)"}]}]}, lib)
 
 
+def test_a_libero_predicate_outside_its_library_names_the_library() -> None:
+    """An oracle in LIBERO's semantics (`mango sim run --scene libero/...`'s, a campaign's on
+    LIBERO) checked with the default library: the error says where the predicate is."""
+    oracle = {"plan": [{"action_id": "x", "monitoring": [{"handle_as": "libero_on(a, b)"}]}]}
+    with pytest.raises(InputError, match=r"unknown predicate 'libero_on'.*"
+                       r"--functions config/functions/libero.json"):
+        StepTracker(oracle, FunctionLibrary.default())
+    lib = FunctionLibrary.load(Path(__file__).parents[2] / "config/functions/libero.json")
+    StepTracker(oracle, lib)  # known there
+    assert "libero.json" not in FunctionLibrary.default().unknown("hover")
+
+
 @pytest.mark.parametrize(
     ("data", "field", "fragment"),
     [

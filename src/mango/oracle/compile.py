@@ -20,8 +20,7 @@ def check_atom(atom: Atom, library: FunctionLibrary) -> None:
     """Raise `InputError` if the atom names an undeclared predicate or has the wrong arity."""
     spec = library.get(atom.predicate)
     if spec is None:
-        known = ", ".join(sorted(library.predicates))
-        raise InputError(f"unknown predicate '{atom.predicate}' (known: {known})")
+        raise InputError(library.unknown(atom.predicate))
     if spec.arity != len(atom.args):
         raise InputError(
             f"'{atom.predicate}' takes {spec.arity} argument(s) "

@@ -89,6 +89,16 @@ class FunctionLibrary:
     def get(self, name: str) -> PredicateSpec | None:
         return self.predicates.get(name)
 
+    def unknown(self, name: str) -> str:
+        """Why `name` is not a predicate here, and where it is when an optional library has
+        it (an oracle in LIBERO's semantics checked with the default library)."""
+        known = ", ".join(sorted(self.predicates))
+        text = f"unknown predicate '{name}' (known: {known})"
+        if name in LIBERO_IMPLEMENTATIONS:
+            text += ("; LIBERO's predicates are in the optional `libero` library: pass "
+                     "--functions config/functions/libero.json")
+        return text
+
     @classmethod
     def default(cls, thresholds: Thresholds | None = None) -> FunctionLibrary:
         """Every built-in predicate with its geometric implementation."""

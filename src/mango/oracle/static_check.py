@@ -254,8 +254,7 @@ def _check_atom(
     out: list[tuple[ProblemKind, str]] = []
     spec = library.get(atom.predicate)
     if spec is None:
-        known = ", ".join(sorted(library.predicates))
-        out.append(("unknown_predicate", f"unknown predicate '{atom.predicate}' (known: {known})"))
+        out.append(("unknown_predicate", library.unknown(atom.predicate)))
     elif spec.arity != len(atom.args):
         out.append(
             (
