@@ -56,6 +56,9 @@ def test_the_timeline_shows_subgoals_halts_decisions_and_step_verdicts() -> None
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--scene", "nope", "--mode", "full", "--monitor", "oracle"], "unknown scene 'nope'"),
+    # LIBERO's tasks run in LIBERO's process, which the orchestrator does not drive yet
+    (["--scene", "libero/libero_goal/1", "--mode", "full", "--monitor", "oracle"],
+     "is LIBERO itself, which runs in its own process: `mango sim run --scene"),
     (["--scene", "stove_moka", "--mode", "fast", "--monitor", "oracle"], "unknown mode 'fast'"),
     (["--scene", "soup_sauce_basket", "--mode", "motor", "--monitor", "oracle", "--fault",
       "stall@3"], "only drop applies to its motions"),

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mango.errors import InputError, from_validation_error
+from mango.sim.libero.scene_names import is_libero_scene
 from mango.yaml_files import read_yaml_mapping
 
 MAX_EXTENT_M = 10.0
@@ -402,6 +403,10 @@ def resolve_scene(name_or_path: str) -> Path:
     for cand in (f"{name_or_path}.yaml", f"libero10_{name_or_path}.yaml"):
         if (SCENES_DIR / cand).exists():
             return SCENES_DIR / cand
+    if is_libero_scene(name_or_path):
+        raise InputError(f"'{name_or_path}' is LIBERO itself, which runs in its own process: "
+                         "`mango sim run --scene libero/SUITE/TASK` and campaigns take it; "
+                         "this command drives the embedded sim (LIBERO here is not built yet)")
     known = ", ".join(s.stem for s in list_scenes())
     raise InputError(f"unknown scene '{name_or_path}' (known: {known})")
 
