@@ -13,7 +13,8 @@ the synchronous loop (observe, infer, execute, repeat), and the only one for a b
 chunks are steps of its own plan (the expert: `BackendEntry.plays_chunks_whole`). Every
 queued action is clipped to the robot's joint limits; per-chunk inference time, queue depth,
 idle time and clipping go to the RunPolicy feedback and to `~/diagnostics`
-(diagnostic_msgs/DiagnosticArray).
+(diagnostic_msgs/DiagnosticArray). The loop itself is `mango.policy.closed_loop`; this node
+gives it the observation, the ExecuteChunk stream and the RunPolicy goal.
 A goal with `continue_episode` goes on in the same episode (the policy's
 `new_episode=False`: the expert keeps its milestones and a fault that already struck), as an
 orchestrator's next subgoal does. Parameters: `backend` (expert|openpi|openvla|lerobot),
@@ -48,7 +49,7 @@ from mango.nodes.actions import ActionClient, ChunkServerWatch, action_server
 from mango.nodes.common import Param, declare_parameters, positive, rate_param, run_node
 from mango.policy import Observation, PolicyConfig, PolicyError, make_policy
 from mango.policy.action_queue import AGGREGATORS, ActionLimits, ActionQueue, MergeReport
-from mango.policy.base import PolicyStep
+from mango.policy.closed_loop import POLL, ClosedLoop, Outcome
 from mango.policy.kinematics import make_kinematics
 from mango.ros.images import image_to_numpy
 from mango.ros.trajectory_msg import chunk_goal
@@ -58,7 +59,6 @@ from mango_ros.msg import WorldState as WorldStateMsg
 FINGERS = ("fr3_finger_joint1", "fr3_finger_joint2")
 _CONFIG_PARAMS = ("backend", "preset", "scene", "fault", "host", "port", "url", "unnorm_key",
                   "checkpoint", "device", "timeout", "libero_problem")
-POLL = 0.002  # s between looks at the chunk in flight and the policy's answer
 ACCEPT_TIMEOUT = 10.0  # s the control node may take to accept a chunk goal
 
 
@@ -191,84 +191,43 @@ class VlaNode(Node):
         result = RunPolicy.Result()
         queue = ActionQueue(ActionLimits.for_robot(self.robot, self.rate), self.merge_rule,
                             self.threshold)
-        stream = _ChunkStream(self, self.chunk_client)
-        asking: _Inference | None = None
-        chunks = 0
-        report: MergeReport | None = None
-        latency = 0.0
-
-        def finish(status: int, message: str) -> RunPolicy.Result:
-            if asking is not None:  # the next goal must not reset the policy under it
-                asking.wait(self.obs_timeout + self.policy_timeout)
-            steps = queue.executed
-            result.status, result.message = status, message
-            result.steps_executed, result.chunks_requested = steps, chunks
-            result.info_json = json.dumps(self.policy.info())
-            if status in (result.STATUS_SUCCEEDED, result.STATUS_MAX_STEPS):
-                gh.succeed()
-            elif gh.is_cancel_requested:
-                gh.canceled()
-            else:
-                gh.abort()
-            self.get_logger().info(
-                f"run_policy: {message} ({steps} steps, {chunks} chunks, idle "
-                f"{queue.idle_total:.2f} s, {queue.clipped_total} actions clipped)")
-            return result
-
-        def feedback() -> None:
-            gh.publish_feedback(RunPolicy.Feedback(
-                steps_executed=queue.executed, chunks_requested=chunks,
-                last_inference_latency=latency, queue_depth=queue.depth,
-                idle_time=queue.idle_total, actions_clipped=queue.clipped_total,
-                clip_warning=bool(report and report.clip_warning),
-                late_answer=bool(report and report.late)))
-
-        max_steps = goal.max_steps or 10**9
+        loop = ClosedLoop(
+            self.policy, queue, _ChunkStream(self, self.chunk_client),
+            observe=lambda: self._observation(goal.instruction), state=self._state,
+            cancelled=lambda: gh.is_cancel_requested, threshold=self.threshold,
+            max_steps=goal.max_steps, steps_per_chunk=goal.steps_per_chunk,
+            answer_timeout=self.obs_timeout + self.policy_timeout,
+            on_progress=lambda p: gh.publish_feedback(RunPolicy.Feedback(
+                steps_executed=p.executed, chunks_requested=p.chunks,
+                last_inference_latency=p.latency, queue_depth=p.depth, idle_time=p.idle,
+                actions_clipped=p.clipped, clip_warning=p.clip_warning, late_answer=p.late)),
+            on_chunk=lambda n, latency, report: self._diagnose(n, latency, report, queue))
         if not self.chunk_client.wait_for_server(timeout_sec=self.obs_timeout):
-            return finish(result.STATUS_FAILED, "execute_chunk action server not available")
-        try:
-            self.policy.reset(goal.instruction, new_episode=not goal.continue_episode)
-        except (PolicyError, InputError) as exc:
-            return finish(result.STATUS_FAILED, f"policy: {exc}")
-        while True:
-            now = time.monotonic()
-            if gh.is_cancel_requested:
-                stream.cancel()
-                return finish(result.STATUS_CANCELLED, "cancelled during a chunk"
-                              if stream.active else "cancelled")
-            ran = queue.executed
-            why = stream.poll(queue, now)
-            if why is not None:
-                return finish(result.STATUS_FAILED, why)
-            if queue.executed != ran and not stream.active:
-                feedback()
-            if asking is not None and asking.ready:
-                if asking.error is not None:
-                    return finish(result.STATUS_FAILED, f"policy: {asking.error}")
-                assert asking.step is not None
-                chunks += 1
-                latency = asking.step.latency
-                rows = min(goal.steps_per_chunk or len(asking.step.chunk),
-                           max_steps - asking.obs_step)
-                report = queue.add_chunk(asking.step.chunk[:rows], asking.obs_step,
-                                         self._state(), now)
-                asking = None
-                self._diagnose(chunks, latency, report, queue)
-                if report.kept:  # one goal for the whole queue: it replaces the running one
-                    stream.send(self._chunk_goal(queue.pending(), self._arm_q(self._joints)),
-                                queue.executed, queue.depth)
-                feedback()
-            finished = chunks > 0 and self.policy.done
-            if (asking is None and not finished and queue.executed + queue.depth < max_steps
-                    and queue.should_request() and (self.threshold > 0 or not stream.active)):
-                asking = _Inference(self, goal.instruction, queue.executed)
-            if asking is None and not stream.active and queue.depth == 0:
-                if finished:
-                    return finish(result.STATUS_SUCCEEDED, "the policy finished the task")
-                if queue.executed >= max_steps:
-                    return finish(result.STATUS_MAX_STEPS,
-                                  f"reached max_steps ({goal.max_steps})")
-            time.sleep(POLL)
+            out = Outcome("failed", "execute_chunk action server not available", 0, 0)
+        else:
+            try:
+                self.policy.reset(goal.instruction, new_episode=not goal.continue_episode)
+            except (PolicyError, InputError) as exc:
+                out = Outcome("failed", f"policy: {exc}", 0, 0)
+            else:
+                out = loop.run()
+        result.status = {"succeeded": result.STATUS_SUCCEEDED,
+                         "max_steps": result.STATUS_MAX_STEPS,
+                         "cancelled": result.STATUS_CANCELLED,
+                         "failed": result.STATUS_FAILED}[out.status]
+        result.message = out.message
+        result.steps_executed, result.chunks_requested = out.steps, out.chunks
+        result.info_json = json.dumps(self.policy.info())
+        if out.status in ("succeeded", "max_steps"):
+            gh.succeed()
+        elif gh.is_cancel_requested:
+            gh.canceled()
+        else:
+            gh.abort()
+        self.get_logger().info(
+            f"run_policy: {out.message} ({out.steps} steps, {out.chunks} chunks, idle "
+            f"{queue.idle_total:.2f} s, {queue.clipped_total} actions clipped)")
+        return result
 
     def _state(self) -> np.ndarray:
         """Joints and gripper width now (8-D): where the first chunk's guards start from."""
@@ -303,45 +262,17 @@ class VlaNode(Node):
         super().destroy_node()
 
 
-class _Inference:
-    """One observation -> chunk query on its own thread: the arm keeps moving meanwhile."""
-
-    def __init__(self, node: VlaNode, instruction: str, obs_step: int) -> None:
-        self.obs_step = obs_step  # actions executed when the observation was taken
-        self.step: PolicyStep | None = None
-        self.error: str | None = None
-        self._done = threading.Event()
-        threading.Thread(target=self._work, args=(node, instruction), daemon=True).start()
-
-    def _work(self, node: VlaNode, instruction: str) -> None:
-        try:
-            self.step = node.policy.act(node._observation(instruction))
-        except (PolicyError, InputError) as exc:
-            self.error = str(exc)
-        except Exception as exc:  # a backend's bug ends the run with its name, not silently
-            self.error = f"{type(exc).__name__}: {exc}"
-        finally:
-            self._done.set()
-
-    @property
-    def ready(self) -> bool:
-        return self._done.is_set()
-
-    def wait(self, timeout: float) -> None:
-        self._done.wait(timeout)
-
-
 class _ChunkStream:
     """The one ExecuteChunk goal playing the queue; a newer one replaces it (the control node
     preempts the running goal) and only the newest goal's feedback counts."""
 
-    def __init__(self, node: Node, client: ActionClient) -> None:
+    def __init__(self, node: VlaNode, client: ActionClient) -> None:
         self.node, self.client = node, client
         self._sent: Any = None
         self._handle: Any = None
         self._result: Any = None
         self._token = object()
-        self._base = self._n = self._reached = 0
+        self._base = self._reached = 0
         self._since = 0.0
         self._watch = ChunkServerWatch(node, client)
 
@@ -349,13 +280,15 @@ class _ChunkStream:
     def active(self) -> bool:
         return self._sent is not None
 
-    def send(self, goal: ExecuteChunk.Goal, base: int, n: int) -> None:
-        """Play `goal`, whose first point is the action of timestep `base`."""
+    def send(self, actions: np.ndarray, base: int) -> None:
+        """Play `actions` as one goal from where the arm is; its first point is the action of
+        timestep `base`."""
+        goal = self.node._chunk_goal(actions, self.node._arm_q(self.node._joints))
         token = self._token = object()
         self._sent = self.client.send_goal_async(
             goal, feedback_callback=lambda fb, t=token: self._on_feedback(t, fb))
         self._handle = self._result = None
-        self._base, self._n, self._reached = base, n, 0
+        self._base, self._reached = base, 0
         self._since = time.monotonic()
 
     def _on_feedback(self, token: object, fb: Any) -> None:
