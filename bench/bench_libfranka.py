@@ -5,7 +5,9 @@ robot's reported state (its clock, its joints), read by the backend's state stre
   moved 0.5 mrad (the robot's clock; and wall time);
 - tracking at 15 Hz chunks: the joint error at each point's time (max over joints), p50/p99,
   and at rest after each chunk;
-- cancel -> at rest: from the cancel to the arm staying within 0.5 mrad for 0.1 s;
+- cancel -> at rest: from the cancel to the arm staying within 0.5 mrad for 0.1 s; and to
+  the commanded joints (libfranka's q_d) staying so: what the backend and libfranka's stop
+  take, without the simulated arm's settling;
 - the state stream's rate (the robot's clock).
 franky-sim's arm trails its commands through its joint impedance (~0.1 s): the tracking and
 rest figures are the simulator's as much as the backend's. Figures go to
@@ -38,10 +40,13 @@ RATE, PERIOD, REST_TOL, REST_WINDOW = 15.0, 0.01, 0.0005, 0.1
 
 class Bench:
     def __init__(self, address: str) -> None:
-        self.states: list[tuple[float, float, np.ndarray]] = []  # (wall, robot stamp, q)
+        # (wall, robot stamp, q, q_d: the commanded joints, libfranka's own)
+        self.states: list[tuple[float, float, np.ndarray, np.ndarray | None]] = []
 
         def publish(_names, positions, _velocities, stamp) -> None:
-            self.states.append((time.monotonic(), stamp, np.asarray(positions[:7])))
+            latest = self.backend.stream.latest if hasattr(self, "backend") else None
+            q_d = None if latest is None or latest.q_d is None else np.asarray(latest.q_d)
+            self.states.append((time.monotonic(), stamp, np.asarray(positions[:7]), q_d))
 
         self.backend = libfranka_backend(ROBOT, PERIOD, address,
                                          LibfrankaSettings(dynamics_factor=1.0),
@@ -52,13 +57,15 @@ class Bench:
     def q(self) -> np.ndarray:
         return self.backend.reader.measured().q
 
-    def rest(self, since: float) -> float:
-        """The robot time from which the arm stayed within REST_TOL for REST_WINDOW s."""
+    def rest(self, since: float, commanded: bool = False) -> float:
+        """The robot time from which the arm (or what it is commanded) stayed within REST_TOL
+        for REST_WINDOW s."""
         deadline = time.monotonic() + 10.0
         while time.monotonic() < deadline:
             window: list[tuple[float, np.ndarray]] = []
-            for _w, stamp, q in list(self.states):
-                if stamp < since:
+            for _w, stamp, measured, q_d in list(self.states):
+                q = q_d if commanded else measured
+                if stamp < since or q is None:
                     continue
                 window.append((stamp, q))
                 while np.max(np.abs(q - window[0][1])) > REST_TOL:
@@ -97,7 +104,7 @@ def main() -> None:
     server = spawn(address)
     try:
         b = Bench(address)
-        latency_robot, latency_wall, errors, at_rest, rests = [], [], [], [], []
+        latency_robot, latency_wall, errors, at_rest, rests, stops = [], [], [], [], [], []
         for _ in range(args.chunks):
             b.rest(b.states[-1][1])
             goal = b.chunk(rng)
@@ -123,6 +130,7 @@ def main() -> None:
             b.controller.goals.cancel(key, at_boundary=False)
             worker.join(10.0)
             rests.append(b.rest(t_cancel) - t_cancel)
+            stops.append(b.rest(t_cancel, commanded=True) - t_cancel)
         stamps = np.asarray([s[1] for s in b.states[-400:]])
         rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
         b.backend.stream.close()
@@ -143,6 +151,8 @@ def main() -> None:
                                "p99": float(np.percentile(e, 99)), "points": len(e)},
         "at_rest_error_rad": {"max": float(np.max(at_rest))},
         "cancel_to_rest_robot_s": {"p50": float(np.median(rests)), "max": float(np.max(rests))},
+        "cancel_to_commanded_rest_robot_s": {"p50": float(np.median(stops)),
+                                             "max": float(np.max(stops))},
         "state_rate_hz": rate,
     }
     print_table("libfranka backend on franky-sim (the robot's reported state)",
@@ -160,6 +170,9 @@ def main() -> None:
                     ["cancel -> at rest (robot clock)",
                      f"p50 {ms(figures['cancel_to_rest_robot_s']['p50'])}, "
                      f"max {ms(figures['cancel_to_rest_robot_s']['max'])}"],
+                    ["cancel -> commanded joints at rest (q_d, robot clock)",
+                     f"p50 {ms(figures['cancel_to_commanded_rest_robot_s']['p50'])}, "
+                     f"max {ms(figures['cancel_to_commanded_rest_robot_s']['max'])}"],
                     ["joint states (robot clock)", f"{rate:.0f} Hz"]])
     headline("Simulation and control", "libfranka backend on franky-sim's FR3: tracking error "
              "at 15 Hz chunks, p50 / p99 (at rest after each chunk, max)",
@@ -168,6 +181,9 @@ def main() -> None:
     headline("Simulation and control", "libfranka backend on franky-sim: cancel → arm at rest "
              "(0.5 mrad for 0.1 s), robot clock, p50",
              ms(figures["cancel_to_rest_robot_s"]["p50"]), "100 ms (issue #37)")
+    headline("Simulation and control", "libfranka backend on franky-sim: cancel → commanded "
+             "joints at rest (libfranka's q_d, 0.5 mrad for 0.1 s), robot clock, p50",
+             ms(figures["cancel_to_commanded_rest_robot_s"]["p50"]), "100 ms (issue #37)")
     headline("Simulation and control", "libfranka backend on franky-sim: command → first "
              "motion (p50, robot clock), joint states rate",
              f"{ms(figures['command_to_motion_robot_s']['p50'])}; {rate:.0f} Hz",
