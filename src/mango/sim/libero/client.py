@@ -66,6 +66,21 @@ class LiberoTask:
     bddl: str = ""  # the task's BDDL file, in LIBERO's installation
 
 
+@dataclass(frozen=True)
+class LiberoFrame:
+    """A LIBERO camera's frame, upright: RGB (H x W x 3), depth in metres (H x W), the
+    entity of each pixel (`labels[segmentation[v, u]]`, "" for none), the intrinsics K (3 x 3)
+    and the camera's pose in the world (4 x 4, OpenCV axes: x right, y down, z forward)."""
+
+    camera: str
+    rgb: Any
+    depth: Any
+    segmentation: Any
+    labels: tuple[str, ...]
+    K: Any
+    camera_to_world: Any
+
+
 class LiberoClient:
     """One LIBERO worker process; one task open at a time. Use as a context manager."""
 
@@ -170,6 +185,22 @@ class LiberoClient:
     def facts(self) -> dict[str, Any]:
         """The raw simulation facts a world state is built from (`world.world_state`)."""
         return self._call("facts")
+
+    def render(self, camera: str, width: int = 224, height: int = 224) -> LiberoFrame:
+        """One upright frame of a LIBERO camera (`agentview`, `robot0_eye_in_hand`, ...)."""
+        import base64
+
+        import numpy as np
+
+        a = self._call("render", camera=camera, width=int(width), height=int(height))
+        h, w = a["height"], a["width"]
+
+        def array(key: str, dtype: Any, *shape: int) -> Any:
+            return np.frombuffer(base64.b64decode(a[key]), dtype=dtype).reshape(h, w, *shape)
+
+        return LiberoFrame(camera, array("rgb", np.uint8, 3), array("depth", np.float32),
+                           array("segmentation", np.uint16), tuple(a["labels"]),
+                           np.asarray(a["K"], float), np.asarray(a["camera_to_world"], float))
 
     def close(self) -> None:
         """Close the task's environment (EGL teardown), then end the process."""

@@ -59,6 +59,7 @@ class Worker:
         self.geom_owner: dict[int, str] = {}
         self.body_geoms: dict[str, list[int]] = {}
         self.part_geoms: dict[str, list[int]] = {}
+        self.render_owner: list[str] | None = None  # geom id -> entity, made at a render
 
     # --------------------------------------------------------------------------- tasks
 
@@ -418,7 +419,102 @@ class Worker:
         return [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in moved
                 and (int(model.geom_contype[g]) or int(model.geom_conaffinity[g]))]
 
+    # ------------------------------------------------------------------------ cameras
+
+    def _render_owner(self) -> list[str]:
+        """Geom id -> the entity whose body it hangs from ('' for none): a rendered pixel is a
+        visual geom, which an object's `contact_geoms` do not list, so the owner is found by
+        body ancestry (the object's `root_body`, the robot's bodies)."""
+        inner = self.env.env
+        model = inner.sim.model
+        roots: dict[int, str] = {}
+        for name, obj in {**inner.fixtures_dict, **inner.objects_dict}.items():
+            root = getattr(obj, "root_body", None)
+            if root is not None:
+                roots[model.body_name2id(root)] = name
+        gripper = model.body_name2id(inner.robots[0].gripper.root_body)
+        arm = model.body_name2id(inner.robots[0].robot_model.root_body)
+        owner_of_body: list[str] = []
+        for b in range(model.nbody):  # parents come before children in MuJoCo's order
+            parent = int(model.body_parentid[b])
+            name = roots.get(b) or ("robot_gripper" if b == gripper else
+                                    "robot" if b == arm else "")
+            if not name and b:
+                name = owner_of_body[parent]
+            owner_of_body.append(name)
+        return [owner_of_body[int(model.geom_bodyid[g])] for g in range(model.ngeom)]
+
+    def op_render(self, camera: str, width: int, height: int) -> dict[str, Any]:
+        """One frame of a camera of the task as LIBERO's renders are made (robosuite's
+        offscreen MjSim.render), turned upright (OpenGL's rows run bottom-up; LIBERO's
+        harnesses flip them too): RGB, depth in metres (`camera_utils.get_real_depth_map`),
+        the entity of every pixel, and the camera's intrinsics and pose in the world
+        (`camera_utils.get_camera_intrinsic_matrix` / `get_camera_extrinsic_matrix`: OpenCV
+        axes, x right, y down, z forward). The render context is made at the first request:
+        nothing renders that nobody asked for."""
+        import base64
+
+        import numpy as np
+        from robosuite.utils import camera_utils
+        from robosuite.utils.binding_utils import MjRenderContextOffscreen
+
+        sim = self._need_env().env.sim
+        cameras = list(sim.model.camera_names)
+        if camera not in cameras:
+            raise RequestError(f"no camera '{camera}' (this task has {', '.join(cameras)})",
+                               arg="camera")
+        for side, v in (("width", width), ("height", height)):
+            if not isinstance(v, int) or not 16 <= v <= 2048:
+                raise RequestError(f"{side} must be 16 to 2048 pixels, got {v!r}", arg=side)
+        if sim._render_context_offscreen is None:
+            MjRenderContextOffscreen(sim, device_id=-1)  # it adds itself to the sim
+        if self.render_owner is None:
+            self.render_owner = self._render_owner()
+        rgb, depth = sim.render(width=width, height=height, camera_name=camera, depth=True)
+        seg = self._segmentation(sim, camera, width, height)
+        labels = ["", *sorted({n for n in self.render_owner if n})]
+        index = {n: i for i, n in enumerate(labels)}
+        lut = np.array([*(index[n] for n in self.render_owner), 0], dtype=np.uint16)
+        geom = np.where(seg[..., 0] == 5, seg[..., 1], -1)  # mjOBJ_GEOM
+        ids = lut[geom]  # -1 -> the last entry: no entity
+        metres = camera_utils.get_real_depth_map(sim, depth).astype(np.float32)
+
+        def b64(a: Any) -> str:
+            return base64.b64encode(np.ascontiguousarray(a[::-1]).tobytes()).decode()
+
+        return {"width": width, "height": height, "rgb": b64(rgb), "depth": b64(metres),
+                "segmentation": b64(ids), "labels": labels,
+                "K": camera_utils.get_camera_intrinsic_matrix(sim, camera, height, width
+                                                              ).tolist(),
+                "camera_to_world": camera_utils.get_camera_extrinsic_matrix(sim, camera
+                                                                           ).tolist()}
+
+    @staticmethod
+    def _segmentation(sim: Any, camera: str, width: int, height: int) -> Any:
+        """(objtype, objid) per pixel, as robosuite's `MjRenderContext.read_pixels(...,
+        segmentation=True)` decodes MuJoCo's ID colours (robosuite/utils/binding_utils.py),
+        in integers wide enough: robosuite 1.4 multiplies the uint8 channels by 2**8 and
+        2**16, which numpy 2 refuses (OverflowError)."""
+        import numpy as np
+        from robosuite.utils import binding_utils
+
+        ctx = sim._render_context_offscreen
+        with binding_utils._MjSim_render_lock:
+            ctx.render(width=width, height=height, camera_id=sim.model.camera_name2id(camera),
+                       segmentation=True)
+            colour = ctx.read_pixels(width, height).astype(np.int64)
+            code = colour[..., 0] + (colour[..., 1] << 8) + (colour[..., 2] << 16)
+            n = ctx.scn.ngeom
+            code[code >= n + 1] = 0
+            ids = np.full((n + 1, 2), -1, dtype=np.int64)
+            for i in range(n):
+                geom = ctx.scn.geoms[i]
+                if geom.segid != -1:
+                    ids[geom.segid + 1] = (geom.objtype, geom.objid)
+        return ids[code]
+
     def op_close(self) -> None:
+        self.render_owner = None
         if self.env is not None:
             env, self.env = self.env, None
             env.close()
