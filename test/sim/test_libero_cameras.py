@@ -1,9 +1,11 @@
 """LIBERO's cameras as robosuite renders them (`LiberoClient.render`): upright RGB, depth in
 metres, the entity of every pixel, and the intrinsics and pose robosuite's own
 `camera_utils` give (robosuite 1.4 `utils/camera_utils.py`, run in LIBERO's process). Checked
-together on a task's init state: every pixel an object owns, lifted to 3-D with its depth and
-the camera's K and pose, lies where the world state puts that object, and the object's position
-projected into the image lands on a pixel it owns. Needs `.venv-libero`."""
+together on a task's init state: the pixels an object owns, lifted to 3-D with their depth and
+the camera's K and pose, are centred where the world state puts that object (no background
+pixel among them: robosuite's collision meshes hidden as its env hides them, the blended edges
+of the multisampled ID colours dropped), and the object's position projected into the image
+lands on a pixel it owns. Needs `.venv-libero`."""
 
 from __future__ import annotations
 
@@ -37,9 +39,10 @@ def test_pixels_depth_and_camera_agree_with_the_world_state(client: LiberoClient
         z = frame.depth[v, u]
         cam = np.stack([(u + 0.5 - K[0, 2]) * z / K[0, 0], (v + 0.5 - K[1, 2]) * z / K[1, 1], z,
                         np.ones_like(z)])
-        seen = (pose @ cam)[:3].mean(axis=1)
+        world = (pose @ cam)[:3]
+        seen = (world.min(axis=1) + world.max(axis=1)) / 2  # the middle of what is seen
         truth = np.asarray(state.objects[name].position)
-        assert np.linalg.norm(seen[:2] - truth[:2]) < 0.03, (name, seen, truth)
+        assert np.linalg.norm(seen[:2] - truth[:2]) < 0.015, (name, seen, truth)
         # and the other way: the object's position, projected, is a pixel it owns
         p = np.linalg.inv(pose) @ np.append(truth, 1.0)
         col, row = (K @ p[:3])[:2] / p[2]

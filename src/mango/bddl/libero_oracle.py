@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mango.bddl.convert import libero_expression, scene_json, task_json
 from mango.bddl.parser import read_bddl
@@ -28,6 +28,9 @@ from mango.oracle.model import FineGrainedOracle
 from mango.oracle.tracker import Report, check_trace
 from mango.oracle.world_state import WorldState
 from mango.sim.scene import REPO_ROOT
+
+if TYPE_CHECKING:
+    from mango.generation.models import SceneTask
 
 LIBERO_FUNCTIONS = REPO_ROOT / "config" / "functions" / "libero.json"
 LIBRARY_TASKS = REPO_ROOT / "config" / "tasks" / "libero10.json"
@@ -71,15 +74,20 @@ def libero_library() -> FunctionLibrary:
     return FunctionLibrary.load(LIBERO_FUNCTIONS)
 
 
+def scene_task(bddl: str | Path) -> SceneTask:
+    """The task's objects as the grounder reads them: imported from its BDDL file with the
+    descriptions LIBERO's categories give and the initial layout (`mango.bddl.convert`)."""
+    from mango.generation.models import SceneTask
+
+    return SceneTask.model_validate(scene_json(read_bddl(bddl))["task_objects"][0])
+
+
 def task_oracle(bddl: str | Path) -> tuple[FineGrainedOracle, bool]:
     """(the fine-grained oracle of the task's own instruction in LIBERO's semantics, whether
     module III approved it). Raises `mango.llm.backend.Refusal` when the reader refuses the
     instruction (the generation bench lists which do)."""
-    from mango.generation.models import SceneTask
-
-    problem = read_bddl(bddl)
-    instruction = task_json(problem)["instruction"]
-    scene = SceneTask.model_validate(scene_json(problem)["task_objects"][0])
+    instruction = task_json(read_bddl(bddl))["instruction"]
+    scene = scene_task(bddl)
     pipe, lib = _generation()
     run = pipe.module3(instruction, scene, lib.atomic_library, lib.oracle_library)
     oracle = FineGrainedOracle.model_validate(in_libero_semantics(run.oracle.to_json_dict()))

@@ -51,7 +51,15 @@ def detect(
     from mango.perception.registry import backend_entry, make_backend
     from mango.perception.sim_frames import sim_frame
     from mango.sim.env import SimEnv, as_scene
+    from mango.sim.libero.scene_names import is_libero_scene
 
+    if is_libero_scene(scene):
+        out = _detect_libero(phrases, scene, seed, backend, camera, max_results, width, height)
+        if json_output:
+            print(json.dumps(out))
+            return
+        _print(out)
+        return
     try:
         if (why := phrases_problem(phrases)) is not None:
             raise InputError(why, field="PHRASES")
@@ -86,6 +94,48 @@ def detect(
         print(json.dumps(out))
         return
     _print(out)
+
+
+def _detect_libero(phrases: list[str], scene: str, seed: int, backend: str, camera: str,
+                   max_results: int, width: int, height: int) -> dict:
+    """`detect` on LIBERO itself: the task at LIBERO's init state `seed`, one render of the
+    camera (`front` = agentview, `wrist` = robot0_eye_in_hand, or LIBERO's own name), the
+    `sim` backend on LIBERO's segmentation and depth, phrases grounded in the task's BDDL."""
+    from mango.bddl.libero_oracle import scene_task
+    from mango.errors import InputError
+    from mango.perception.base import phrases_problem
+    from mango.perception.libero_frames import libero_camera, libero_rgbd
+    from mango.perception.sim_segmentation import SimSegmentationBackend
+    from mango.sim.libero import LiberoClient, LiberoRuntimeError, parse_init_state, parse_scene
+    from mango.sim.libero.client import find_venv, runtime_problem
+
+    try:
+        if (why := phrases_problem(phrases)) is not None:
+            raise InputError(why, field="PHRASES")
+        if backend != "sim":
+            raise InputError(f"on LIBERO's scenes the 'sim' backend runs (LIBERO's own "
+                             f"segmentation); '{backend}' is not wired there yet",
+                             field="--backend")
+        sc, init = parse_scene(scene, field="--scene"), parse_init_state(seed, field="--seed")
+        problem = runtime_problem(find_venv())
+        if problem:
+            raise InputError(problem, field="--scene")
+        with LiberoClient() as client:
+            task = client.open(sc, init)
+            frame = libero_rgbd(client.render(libero_camera(camera), width, height))
+        be = SimSegmentationBackend.for_task(sc.name, scene_task(task.bddl))
+        result = be.detect(frame, phrases, max_results)
+    except InputError as exc:
+        if exc.field in ("suite", "task", "init", "camera", "width", "height"):
+            exc.field = {"suite": "--scene", "task": "--scene", "init": "--seed"}.get(
+                exc.field, f"--{exc.field}")
+        _fail(str(exc), 2)
+    except LiberoRuntimeError as exc:
+        _fail(str(exc), 1)
+    return {"detections": [d.to_json() for d in result.detections],
+            "unmatched": list(result.unmatched), "messages": list(result.messages),
+            "scene": sc.name, "seed": init, "backend": backend, "camera": frame.camera,
+            "stamp": frame.stamp}
 
 
 def _print(out: dict) -> None:

@@ -31,19 +31,32 @@ class SimSegmentationBackend:
 
     name = "sim"
 
-    def __init__(self, scene: SceneSpec) -> None:
-        self.scene = scene
-        self.task = SceneTask(**scene.task_objects()["task_objects"][0])  # type: ignore[arg-type]
-        self.labels = {e.id: e.description or e.id.replace("_", " ") for e in scene.entities}
-        self.labels[scene.table.id] = scene.table.id.replace("_", " ")
+    def __init__(self, name: str, task: SceneTask, labels: dict[str, str]) -> None:
+        """`task`: the scene's objects as the grounder reads them; `labels`: a word or two
+        for each entity (what a detection is called)."""
+        self.name_of_scene, self.task, self.labels = name, task, labels
         # a phrase's grounding depends on the phrase and the scene only: worked out once
         self._grounded: dict[str, PhraseGrounding] = {}
+
+    @classmethod
+    def for_scene(cls, scene: SceneSpec) -> SimSegmentationBackend:
+        """On an embedded sim scene."""
+        labels = {e.id: e.description or e.id.replace("_", " ") for e in scene.entities}
+        labels[scene.table.id] = scene.table.id.replace("_", " ")
+        return cls(scene.name, SceneTask(**scene.task_objects()["task_objects"][0]),  # type: ignore[arg-type]
+                   labels)
+
+    @classmethod
+    def for_task(cls, name: str, task: SceneTask) -> SimSegmentationBackend:
+        """On a scene given by its objects alone (a LIBERO task's, imported from its BDDL)."""
+        labels = {e: task.descriptions.get(e) or e.replace("_", " ") for e in task.entities()}
+        return cls(name, task, labels)
 
     @classmethod
     def from_config(cls, cfg: PerceptionConfig) -> SimSegmentationBackend:
         if cfg.scene is None:
             raise PerceptionError("the 'sim' backend grounds phrases on a scene: give one")
-        return cls(cfg.scene)
+        return cls.for_scene(cfg.scene)
 
     def detect(self, frame: RGBDFrame, phrases: Sequence[str],
                max_results: int = 1) -> DetectResult:
@@ -63,7 +76,7 @@ class SimSegmentationBackend:
                 g = self._grounded[phrase] = ground_phrase(phrase, self.task)
             if g.problem is not None:
                 unmatched.append(phrase)
-                messages.append(f"'{phrase}': {g.problem} in scene {self.scene.name}")
+                messages.append(f"'{phrase}': {g.problem} in scene {self.name_of_scene}")
                 continue
             found: list[Detection] = []
             for ent, score in g.matches:

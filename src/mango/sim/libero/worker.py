@@ -467,7 +467,13 @@ class Worker:
             if not isinstance(v, int) or not 16 <= v <= 2048:
                 raise RequestError(f"{side} must be 16 to 2048 pixels, got {v!r}", arg=side)
         if sim._render_context_offscreen is None:
-            MjRenderContextOffscreen(sim, device_id=-1)  # it adds itself to the sim
+            inner = self.env.env
+            ctx = MjRenderContextOffscreen(sim, device_id=-1)  # it adds itself to the sim
+            # what robosuite's env sets when it makes its own offscreen renderer
+            # (robosuite/environments/base.py `_reset_internal`): the collision meshes (group
+            # 0, translucent) hidden, the visual meshes (group 1) shown
+            ctx.vopt.geomgroup[0] = 1 if inner.render_collision_mesh else 0
+            ctx.vopt.geomgroup[1] = 1 if inner.render_visual_mesh else 0
         if self.render_owner is None:
             self.render_owner = self._render_owner()
         rgb, depth = sim.render(width=width, height=height, camera_name=camera, depth=True)
@@ -477,6 +483,16 @@ class Worker:
         lut = np.array([*(index[n] for n in self.render_owner), 0], dtype=np.uint16)
         geom = np.where(seg[..., 0] == 5, seg[..., 1], -1)  # mjOBJ_GEOM
         ids = lut[geom]  # -1 -> the last entry: no entity
+        # MuJoCo's offscreen buffer is multisampled (the model's default `offsamples`, which
+        # LIBERO's own RGB renders use): at an edge the ID colours of two surfaces blend, so a
+        # boundary pixel's label may name one surface while its depth is the other's. A label
+        # is kept where the pixel's 3 x 3 neighbourhood agrees on it.
+        agree = np.ones(ids.shape, dtype=bool)
+        padded = np.pad(ids, 1, mode="edge")
+        for dv in range(3):
+            for du in range(3):
+                agree &= padded[dv:dv + ids.shape[0], du:du + ids.shape[1]] == ids
+        ids = np.where(agree, ids, 0).astype(np.uint16)
         metres = camera_utils.get_real_depth_map(sim, depth).astype(np.float32)
 
         def b64(a: Any) -> str:
