@@ -19,7 +19,8 @@ from mango.yaml_files import read_yaml_mapping
 HELDOUT = Path(__file__).resolve().parents[2] / "test" / "data" / "generation" / "heldout"
 SET = HELDOUT / "issue35.yaml"
 DEV = HELDOUT.parent / "dev"
-SETS = [SET, DEV / "issue35_dev.yaml", DEV / "issue35_dev2.yaml", DEV / "issue35_dev3.yaml"]
+SETS = [SET, DEV / "issue35_dev.yaml", DEV / "issue35_dev2.yaml", DEV / "issue35_dev3.yaml",
+        DEV / "issue35_dev4.yaml"]
 # LIBERO's BDDL goal predicates, as the oracle language spells them
 LIBERO_GOAL_PREDICATES = {"on", "in", "open", "close", "turnon", "turnoff"}
 KINDS = {"coordination", "locative", "phrasal", "preposition", "pronoun", "ordinal", "except",

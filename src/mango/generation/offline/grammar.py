@@ -14,6 +14,8 @@ list of example phrases, and rewrites the clause's tokens to the canonical order
 - particles of phrasal verbs: "lay the book down in ...", "carry X over to Y", "pick X up";
 - resultatives: "push the drawer shut", "pull the door open" (the state is the goal);
 - split particles of switching: "turn the stove on";
+- receiving frames, the place as subject: "the drawer receives the bowl", "the plate gets
+  the mug", "the basket should end up with the soup in it";
 - stated goals: subject-first motion ("the ketchup goes in the drawer"), copulas and passives
   ("the bowl should end up on the plate", "the mug needs to be placed on it"), causatives
   ("have the bowl placed on the plate"), states ("make sure the drawer is closed");
@@ -95,8 +97,9 @@ def _strip_frame(toks: list[str]) -> tuple[list[str], bool]:
                 toks[0] in g["modals"] and len(toks) > 1 and _is_verb(toks[1])):
             toks, changed = toks[1:], True
         elif toks[0] in g["subjects"] and len(toks) > 1 and (
-                _is_verb(toks[1]) or _verb_of_gerund(toks[1])):
-            toks, changed = toks[1:], True  # "after you put the butter in it"
+                _is_verb(toks[1]) or _verb_of_gerund(toks[1]) or toks[1] in g["switch_verbs"]):
+            toks, changed = toks[1:], True  # "after you put the butter in it", "once you
+            # turn the stove on" (a switching verb whose particle comes after its object)
         elif (stem := _verb_of_gerund(toks[0])) is not None:
             toks, changed = [stem, *toks[1:]], True  # "before putting the milk in ..."
         elif toks[0].endswith("ly") and len(toks[0]) > 4 and len(toks) > 1 and (
@@ -170,10 +173,46 @@ def _stated_goal(toks: list[str]) -> list[str] | None:
             return [g["resultatives"][rest[0]], *obj]  # "the drawer should be open"
         if len(rest) == 1 and rest[0] in g["switch_particles"]:
             return [g["switch_particles"][rest[0]], *obj]  # "the stove should be on"
-        if rest and first_goal(rest, 0) == 0:
-            return [g["place_verb"], *obj, *rest]
+        if rest and (first_goal(rest, 0) == 0 or rest[0] in LEXICON.place_pronouns):
+            return [g["place_verb"], *obj, *rest]  # "..., the sauce goes there too"
         return None
     return None
+
+
+def receiver_verb(toks: list[str]) -> int | None:
+    """Where a clause whose subject is the place has its verb ("the plate on the left gets
+    the white mug", "the drawer receives the bowl", "the basket should end up with the soup
+    in it"): a receiving verb after a noun phrase, followed by the thing received."""
+    g = LEXICON.grammar
+    if not toks or toks[0] not in LEXICON.determiners:
+        return None
+    for i in range(2, len(toks) - 1):
+        if toks[i] in {"and", ","} or (_is_verb(toks[i]) and toks[i] not in g["receive_verbs"]):
+            return None
+        if toks[i] in g["receive_verbs"] and toks[i - 1] not in {"that", "which", "who"} and (
+                toks[i + 1] in LEXICON.determiners or toks[i + 1] in LEXICON.quantifiers):
+            return i
+    return None
+
+
+def _received(toks: list[str]) -> list[str] | None:
+    """The receiving frame in canonical order: "the drawer receives the bowl" is "put the
+    bowl to the drawer" (the benchmark's relation for the drawer then applies); a place said
+    again by a pronoun ("... with the soup in it") gives the relation."""
+    g = LEXICON.grammar
+    k = receiver_verb(toks)
+    if k is None:
+        return None
+    place = toks[:k]
+    while place and (place[-1] in g["auxiliaries"] or place[-1] in g["modals"]):
+        place = place[:-1]  # "the stove should have", "the basket needs to get"
+    thing = toks[k + 1 :]
+    relation = ["to"]
+    if len(thing) > 2 and thing[-1] in {"it", "them"} and match_relation(thing, len(thing) - 2):
+        relation, thing = [thing[-2]], thing[:-2]
+    if not place or not thing:
+        return None
+    return [g["place_verb"], *thing, *relation, *place]
 
 
 def first_goal(toks: list[str], start: int) -> int | None:
@@ -197,6 +236,10 @@ def _cut_purpose(toks: list[str]) -> list[str]:
                             g["motion_copulas"] or rest[0] in g["auxiliaries"]):
                 rest = rest[1:]
             if first_goal(toks[:i], 1) is None and rest and first_goal(rest, 0) == 0:
+                if LEXICON.verb_words.get(toks[0]) == "pick":
+                    # "pick up the cheese so that it ends up in the basket": the result
+                    # is a place, so the picking is a placing
+                    return [g["place_verb"], *toks[1:i], *rest]
                 return [*toks[:i], *rest]
             # the purpose clause ends at a comma: "..., so it is out of the way, and the
             # sauce too" goes on after it
@@ -286,6 +329,8 @@ def canonical_clause(toks: list[str]) -> list[str]:
     place = g["place_verb"]
     if (framed := _other_frame(toks)) is not None:
         return framed
+    if not _is_verb(toks[0]) and (received := _received(toks)) is not None:
+        return received
     if (not _is_verb(toks[0]) or toks[0] in g["causatives"]) and (
             stated := _stated_goal(toks)) is not None:
         return stated

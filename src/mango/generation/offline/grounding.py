@@ -64,14 +64,40 @@ _PLACE_WORDS = {"on_top": "on top of", "right_of": "to the right of",
 
 def _one_as_head(words: list[str]) -> int | None:
     """Where "one"/"ones" stands for a noun ("the right one", "the one in the middle", "the
-    one that is on the plate"), not a number ("one bowl")."""
+    one that is on the plate"), not a number ("one bowl"); never one in an exception ("the
+    plate except the one on the left": that one is the plate, `_ground_exception` says so)."""
     for i, w in enumerate(words):
+        if w in LEXICON.exceptions:
+            return None
         if w in {"one", "ones"} and i > 0:
             nxt = words[i + 1] if i + 1 < len(words) else None
             if nxt is None or nxt in {"that", "which", "at", "from", "of", "with", "_s"} or any(
                     tuple(words[i + 1 : i + 1 + len(p)]) == p for p, _ in LEXICON.locators):
                 return i
     return None
+
+
+def _opposite(direction: str) -> str:
+    """The layout word for the other way ("left" -> "right", "back" -> "front")."""
+    vec = LEXICON.layout_directions[direction]
+    return next(d for d, v in LEXICON.layout_directions.items()
+                if v == (-vec[0], -vec[1]))
+
+
+def _colours_of_one(words: list[str]) -> bool:
+    """"the yellow and white coffee cup": colour words joined before one noun, the second
+    without a determiner of its own, name one thing of two colours (not "the red and the
+    white mug", two mugs, nor "the red and white mugs"), whether or not the scene's name
+    says every other word."""
+    colours = LEXICON.grammar["colours"]
+    if words and singular(words[-1]) != words[-1]:
+        return False  # "the red and white mugs": a mug of each
+    for i, w in enumerate(words):
+        if w == "and" and 0 < i < len(words) - 1:
+            before = [x for x in words[:i] if x not in LEXICON.stop]
+            return bool(before) and all(x in colours for x in before) and \
+                words[i + 1] not in LEXICON.determiners
+    return False
 
 
 def _every_thing(ref: Reference) -> bool:
@@ -202,7 +228,12 @@ class InstructionGrounder:
         if locator is not None and any(w not in LEXICON.stop for w in locator[1]):
             ref.locators.append(locator)
         parts = self._split_coordination(NounPhrase(ref.name))
-        if len(parts) > 1 and not ref.locators and not ref.exceptions:
+        # "the yellow and white coffee cup" is one thing where the scene has a thing of
+        # both colours (else "the red and white mug" may still be two)
+        one_thing = _colours_of_one(ref.name) and any(
+            sc >= _ACCEPT and self.g.contradiction(ref.name, e) is None
+            for e, sc in self.g.rank(ref.name, pool)[:3])
+        if len(parts) > 1 and not ref.locators and not ref.exceptions and not one_thing:
             whole = self.g.rank(ref.name, pool)
             best_whole = whole[0][1] if whole else 0.0
             refs = [analyse(p) for p in parts]
@@ -248,24 +279,32 @@ class InstructionGrounder:
                                  + (f": {why}" if why else ""))
             return []
         ties = [e for e, sc in whole if sc >= best - 0.02 and sc >= _ACCEPT]
-        if ref.ordinal is not None:
-            # "the first mug from the right" counts every mug, not only the names that
-            # match "mug" best ("white mug" before "yellow and white mug")
-            head = head_noun(ref.name)
-            alike = [e for e, sc in whole if sc >= _ACCEPT and head is not None and any(
-                token_sim(head, h) == 1.0 for h in self.g.head_words(e))]
-            ties = alike if len(alike) > len(ties) else ties
+        # the entities of the name's kind, whatever else their names say ("mug": the white
+        # mug, the red mug and the yellow and white mug)
+        head = head_noun(ref.name)
+        alike = [e for e, sc in whole if sc >= _ACCEPT and head is not None and any(
+            token_sim(head, h) == 1.0 for h in self.g.head_words(e))]
+        bare = len([w for w in ref.name
+                    if w not in LEXICON.stop and w not in LEXICON.spatial_words]) == 1
+        if len(alike) > len(ties) and (
+                ref.ordinal is not None or ref.superlative is not None
+                or (bare and (ref.modifiers or ref.exceptions))):
+            # "the first mug from the right", "the mug nearest the plate", "the right mug",
+            # "the mug that is not white" count every mug, not only the names that match
+            # "mug" best ("white mug" before "yellow and white mug")
+            ties = alike
         if len(ties) > 1 and [e for e in ties if e not in exclude] and not (
                 ref.modifiers or ref.ordinal):
             # (where layout words choose, they choose among all alike: "the one in the
             # middle" of three bowls, though one of them is the bowl being moved)
             ties = [e for e in ties if e not in exclude]
-        many = ref.selects_many or np.plural
+        # "the bowls except the one at the front": the name says the number, not the end of
+        # the phrase
+        named = [w for w in ref.name if w not in LEXICON.stop]
+        many = ref.selects_many or np.plural or (
+            bool(ref.exceptions) and bool(named) and singular(named[-1]) != named[-1])
         if many:
-            head = head_noun(ref.name)
-            same_head = [e for e, sc in whole if sc >= _ACCEPT and head is not None and any(
-                token_sim(head, h) == 1.0 for h in self.g.head_words(e))]
-            chosen = same_head if len(same_head) > 1 else ties
+            chosen = alike if len(alike) > 1 else ties
             chosen = self._choose(chosen, ref, role, exclude, keep_many=True)
             for exc in ref.exceptions:
                 gone = self._ground_exception(exc, ref.name, chosen)
@@ -279,6 +318,20 @@ class InstructionGrounder:
                     self.problems.append(f"'{np.text}' leaves nothing ({role})")
                 return chosen
             return chosen
+        if len(ties) > 1 and any(w in {"one", "ones"} for exc in ref.exceptions for w in exc):
+            # "the mug that is not white" (read as "the mug except the white one"): one
+            # thing, the alike ones less those the negated modifier names (where the name
+            # alone picks one, "the yellow and white mug, not the white one", the negation
+            # only confirms it; an exception that names a thing of its own, "the tray, but
+            # not the ketchup", is said of the clause's object, not of this one)
+            for exc in ref.exceptions:
+                gone = self._ground_exception(exc, ref.name, ties)
+                if gone is None:
+                    return []
+                ties = [e for e in ties if e not in gone]
+            if not ties:
+                self.problems.append(f"'{np.text}' leaves nothing ({role})")
+                return []
         if len(ties) > 1 and role == "target" and self._inner_wanted is not None:
             fit = [e for e in ties if self.g.is_inner(e) == self._inner_wanted]
             ties = fit or ties  # "in the top layer": the layer inside, not the top side
@@ -286,11 +339,19 @@ class InstructionGrounder:
             return ties
         chosen = self._choose(ties, ref, role, exclude)
         if len(chosen) > 1:
+            # "the first moka pot ..., then the second one", no side said: counted as said
+            nth = [LEXICON.ordinals[w] for w in np.words if w in LEXICON.ordinals]
+            counted = ref.ordinal is None and bool(nth)
+            if counted and nth[0] > len(chosen):
+                self.problems.append(f"'{np.text}': the scene has {len(chosen)} of them "
+                                     f"({', '.join(chosen)})")
+                return []
             known = [e for e in chosen if e in self.mentioned]
-            if len(known) == 1:
+            if len(known) == 1 and not (counted and role == "object"):
                 return known  # "the drawer": the one already spoken of
-            if np.words[0] in LEXICON.grammar["indefinites"] and role == "object":
-                # "one moka pot", "a bowl": any of them will do; one not yet spoken of
+            if (np.words[0] in LEXICON.grammar["indefinites"] or counted) and role == "object":
+                # "one moka pot", "a bowl": any of them will do; one not yet spoken of (so
+                # is "the first moka pot ..., then the second one" where no side is said)
                 return [next((e for e in chosen if e not in self.mentioned), chosen[0])]
             if ties_ok:
                 return chosen
@@ -331,6 +392,14 @@ class InstructionGrounder:
                 chosen = kept
         if ref.superlative is not None and len(chosen) > 1:
             rel, words = ref.superlative
+            said = [w for w in words if w not in LEXICON.stop]
+            if said and all(w in LEXICON.grammar["robot_words"] for w in said):
+                # "the mug furthest from the robot": the robot is no scene entity, but the
+                # layout side it stands on is known; nearest it is furthest toward that side
+                side = LEXICON.grammar["robot_side"]
+                kept = chooser.by_modifiers(
+                    chosen, [side if rel == "near" else _opposite(side)], None)
+                return kept if kept is not None else chosen
             landmarks = self._landmarks(rel, words, set(chosen) | exclude)
             if landmarks is None:
                 return []
@@ -339,10 +408,19 @@ class InstructionGrounder:
                 chosen = kept
         if len(chosen) > 1 and (ref.modifiers or ref.ordinal) and not keep_many:
             kept = chooser.by_modifiers(chosen, ref.modifiers, ref.ordinal)
-            if kept is None and ref.modifiers:
+            said = list(ref.modifiers)
+            if ref.ordinal is not None and not said:
+                # "the first moka pot from the left" is the left one, "the second (of two)
+                # from the left" the right one: the names may say the side
+                n, direction = ref.ordinal
+                if n in {-1, len(chosen)} and n != 1:
+                    said = [_opposite(direction)]
+                elif n == 1:
+                    said = [direction]
+            if kept is None and said:
                 # no layout to tell by: the names may ("the plate on the left" is the one
                 # described as the "left plate")
-                ranked = self.g.rank([*ref.name, *ref.modifiers], chosen)
+                ranked = self.g.rank([*ref.name, *said], chosen)
                 top = [e for e, sc in ranked if sc >= ranked[0][1] - 0.02]
                 kept = top if len(top) < len(chosen) else None
             if kept is not None:
@@ -631,7 +709,12 @@ class InstructionGrounder:
                     after_previous=(picked.after_previous if picked
                                     else clause.sequential_after_previous),
                     text=clause.text, spatial=spatial, landmark=landmark))
-            self._mention(landmark, target)
+            if clause.relation in {"right_of", "left_of", "front_of", "behind", "near"}:
+                # "to the right of the plate ... on it": "it" is the plate, not the place
+                # beside it
+                self._mention(target, landmark)
+            else:
+                self._mention(landmark, target)
         for goal in result.goals:
             order.setdefault(id(goal), self._clause_order)
         if any(c.order != k for k, c in enumerate(clauses)):

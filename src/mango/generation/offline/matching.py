@@ -260,6 +260,10 @@ class Grounder:
                 token_sim(head, h) == 0.0 for h in names.heads) and any(
                 token_sim(w, h) == 1.0 for w in phrase if w != head for h in names.heads):
             best *= 0.8  # "the top of the drawer" is a top, not a drawer
+        if head is not None and singular(head) in LEXICON.inner_part_words and \
+                self.is_region(ent) and not self.is_inner(ent) and all(
+                token_sim(head, n) < 0.9 for name in names.names for n in name):
+            best *= 0.5  # "the drawer" is no stove's cook region, however like a part
         return best
 
     def rank(

@@ -14,9 +14,15 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 
-from mango.generation.offline.grammar import canonical_clause, first_goal, looks_like_verb
+from mango.generation.offline.grammar import (
+    canonical_clause,
+    first_goal,
+    looks_like_verb,
+    receiver_verb,
+)
 from mango.generation.offline.lexicon import LEXICON, singular
 from mango.generation.offline.relation_phrases import locating_modifier, match_relation
+from mango.generation.offline.respectively import distribute_respectively
 
 # the verb of a clause that only shows things ("there is a mug; put it ..."): no goal
 MENTION = "mention"
@@ -78,6 +84,10 @@ def _starts_clause(toks: list[str], j: int) -> bool:
         return True
     if any(toks[j : j + len(n)] == list(n) for n in LEXICON.grammar["negations"]):
         return True  # "... and don't touch the rest"
+    if j < len(toks) and toks[j] in LEXICON.grammar["assurances"]:
+        return True  # "... and make sure the door is closed"
+    if any(toks[j : j + len(f)] == list(f) for f in LEXICON.grammar["repeat_frames"]):
+        return True  # "..., and do likewise with the cheese"
     if j >= len(toks) or toks[j] not in LEXICON.verb_words:
         return False
     if toks[j] not in LEXICON.verbs_needing_an_object:
@@ -91,9 +101,12 @@ def _states_a_goal(toks: list[str]) -> bool:
     closed", "the mug goes on the plate"), not a noun phrase with a place."""
     g = LEXICON.grammar
     for i, t in enumerate(toks):
-        if match_relation(toks, i) is not None or t in {"and", ","}:
+        nxt = toks[i + 1] if i + 1 < len(toks) else ""
+        if match_relation(toks, i) is not None or t == "," or (
+                t == "and" and nxt in LEXICON.stop):  # not "the yellow and white one"
             return False
-        if i > 0 and (t in g["motion_copulas"] or t in {"should", "must", "needs"}) and \
+        if i > 0 and (t in g["motion_copulas"] or t in {"should", "must", "needs", "has",
+                                                        "have", "ought"}) and \
                 toks[i - 1] not in {"that", "which", "who"}:
             return True
     return False
@@ -124,6 +137,8 @@ def _split_clauses(toks: list[str]) -> list[tuple[list[str], bool, list[str]]]:
             stated = j < len(toks) and toks[j] in LEXICON.determiners and \
                 _states_a_goal(toks[j : j + 8]) and \
                 any(match_relation(current, k) for k in range(1, len(current)))
+            # "..., the plate on the right gets the yellow and white mug": a receiving frame
+            stated = stated or receiver_verb(toks[j : j + 16]) is not None
             if _starts_clause(toks, j) or stated or (saw_then and j < len(toks)):
                 clauses.append((current, after, lead))
                 current, after, lead = [], saw_then, toks[i:j]
@@ -133,7 +148,21 @@ def _split_clauses(toks: list[str]) -> list[tuple[list[str], bool, list[str]]]:
         i += 1
     if current:
         clauses.append((current, after, lead))
-    return [(c, a, w) for c, a, w in clauses if c]
+    return [part for c, a, w in clauses if c for part in _enabled(c, a, w)]
+
+
+def _enabled(toks: list[str], after: bool, lead: list[str]
+             ) -> list[tuple[list[str], bool, list[str]]]:
+    """"open the drawer so (that) you can put the bowl in it": what a purpose says the main
+    clause makes possible, in a verb the reader knows, is asked for too, after it (a purpose
+    in any other verb, "so you can reach the bowl", still asks nothing)."""
+    g = LEXICON.grammar
+    for i in range(1, len(toks) - 3):
+        if toks[i] in g["purpose_markers"] and toks[i] != "without" and \
+                toks[i + 1] in g["subjects"] and toks[i + 2] in g["modals"] and \
+                toks[i + 3] in LEXICON.verb_words:
+            return [(toks[:i], after, lead), (toks[i + 3 :], True, ["then"])]
+    return [(toks, after, lead)]
 
 
 def _subordinator(lead: list[str]) -> str | None:
@@ -237,7 +266,8 @@ def parse_clause(toks: list[str], after: bool) -> Clause | None:
     i = 0
     while i < len(rest):
         if rest[i] in LEXICON.source_words and obj_words and not locating_modifier(rest, i) \
-                and obj_words[-1] not in LEXICON.superlatives:  # not "farthest from X"
+                and not any(w in LEXICON.superlatives for w in obj_words):
+            # not "farthest from X", "the farthest bowl from X"
             j = i + 1
             while j < len(rest) and rest[j] == "of":
                 j += 1
@@ -333,7 +363,7 @@ def parse_instruction(instruction: str) -> tuple[list[Clause], list[str]]:
     unread: list[str] = []
     groups: list[tuple[list[Clause], str | None]] = []
     known = ", ".join(sorted(set(LEXICON.verb_words.values())))
-    said = _split_clauses(normalize_instruction(instruction))
+    said = _split_clauses(distribute_respectively(normalize_instruction(instruction)))
     topic: list[str] | None = None
     fronted: list[str] | None = None
     excepted: list[str] | None = None  # an exception said before its clause
@@ -342,10 +372,16 @@ def parse_instruction(instruction: str) -> tuple[list[Clause], list[str]]:
             out.append(repeated)  # "..., then do the same with the mug"
             groups.append(([repeated], _subordinator(lead)))
             continue
-        if k == 0 and len(said) > 1 and len(toks) > 2 and toks[0] in {"to", "for"} and \
-                toks[1] not in LEXICON.determiners and toks[1] not in LEXICON.quantifiers and \
-                first_goal(toks, 1) is None:
-            continue  # "to get the coffee going, turn on the stove ...": a purpose said first
+        if k == 0 and len(said) > 1 and len(toks) > 2 and first_goal(toks, 1) is None and (
+                toks[0] in LEXICON.grammar["purpose_markers"] or (
+                    toks[0] in {"to", "for"} and toks[1] not in LEXICON.determiners
+                    and toks[1] not in LEXICON.quantifiers)):
+            # "to get the coffee going, turn on the stove ...": a purpose said first asks
+            # nothing, but what it names may come back as a pronoun ("to warm up the mug,
+            # put it in the microwave")
+            if (named := _purpose_object(toks)) is not None:
+                out.append(Clause(verb=MENTION, obj=named, text=" ".join(toks)))
+            continue
         if (shown := _presented(toks) or _kept(toks)) is not None:
             # "there are a red mug and a white mug; put the former ...", "see the mug? put
             # it ...", "leave the milk where it is": things shown or kept, not acted on; the
@@ -465,6 +501,26 @@ def _presented(toks: list[str]) -> NounPhrase | None:
             if rest[0] in LEXICON.determiners or rest[0] in LEXICON.quantifiers:
                 return _noun_phrase(rest)
     return None
+
+
+def _purpose_object(toks: list[str]) -> NounPhrase | None:
+    """The first noun phrase of a purpose clause ("to warm up the white mug", "so that the
+    bowl is out of the way"): from its determiner to the first word that is no part of a
+    noun phrase (a verb, a copula, a relation, a particle or an -ing form)."""
+    g = LEXICON.grammar
+    start = next((i for i, t in enumerate(toks) if t in LEXICON.determiners and t != "that"
+                  and i > 0), None)
+    if start is None:
+        return None
+    end = start + 1
+    while end < len(toks):
+        t = toks[end]
+        if t in {",", "and"} or t in g["motion_copulas"] or t in g["auxiliaries"] or \
+                t in g["particles"] or t.endswith("ing") or t in LEXICON.verb_words or \
+                match_relation(toks, end) is not None:
+            break
+        end += 1
+    return _noun_phrase(toks[start:end]) if end > start + 1 else None
 
 
 def _kept(toks: list[str]) -> NounPhrase | None:

@@ -76,6 +76,16 @@ def analyse(words: list[str]) -> Reference:
         w = base[i]
         if w in LEXICON.superlatives:
             j = i + 1
+            if j < len(base) and base[j] not in {"to", "from"} and \
+                    base[j] not in LEXICON.determiners:
+                # said before the noun: "the closest bowl to the plate", "the farther butter
+                # from the robot"; with no landmark ("the nearest bowl") it names none, and
+                # the name alone must tell
+                k = next((n for n in range(j, len(base)) if base[n] in {"to", "from"}), None)
+                name.extend(base[j:k])
+                if k is not None:
+                    ref.superlative = (LEXICON.superlatives[w], base[k + 1 :])
+                break
             if j < len(base) and base[j] in {"to", "from"}:
                 j += 1
             ref.superlative = (LEXICON.superlatives[w], base[j:])
@@ -83,7 +93,13 @@ def analyse(words: list[str]) -> Reference:
         if w in LEXICON.ordinals:
             direction = next((x for x in base[i + 1 :] if x in LEXICON.layout_directions), None)
             if direction is not None:
-                ref.ordinal = (LEXICON.ordinals[w], direction)
+                nth = LEXICON.ordinals[w]
+                d = base.index(direction, i + 1)
+                said_at = [x for x in base[i + 1 : d] if x not in LEXICON.determiners][-1:]
+                if nth == -1 and said_at and said_at[0] in {"on", "at", "to"}:
+                    nth = 1  # "the last mug on the right" is the one furthest right (counted
+                    # from, "the last one from the right", it would be the furthest left)
+                ref.ordinal = (nth, direction)
                 rest = base[i + 1 :]
                 k = next((n for n, x in enumerate(rest) if x in LEXICON.source_words), None)
                 base = base[: i + 1] + (rest[:k] if k is not None else
