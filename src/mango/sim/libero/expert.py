@@ -6,11 +6,13 @@ The plan is the goal's atoms in order (an `Open` first, a `Close` after what is 
 container): `On`/`In` → pick (`geometry.plan_grasp`; the grasp measured by robosuite's
 finger-pad rule and retried a bounded number of times; drawn out from under an overhang before
 it is lifted) and place (carried above whatever lies on the way, over the target, lowered until
-it touches the target or its floor, released); a body too flat and wide to grasp (a plate) is
-pushed instead; a drawer too little open for the body is pulled fully open first; `Open` /
-`Close` of a drawer, `Close` of a door, `TurnOn` / `TurnOff` of the stove → `fixtures`. A
-milestone is achieved when the measured state says so (the grasp; the goal atom by our
-`libero_*` predicates).
+it touches the target or its floor, released); a long body going onto a strip narrower than it
+stands (the wine rack's shelf) is laid down along it (`geometry.lay_axis`); a body too flat
+and wide to grasp (a plate) is pushed instead, from inside its rim where the hand cannot stand
+beside it (`geometry.push_stand_off`); a drawer too little open for the body is pulled fully
+open first; `Open` / `Close` of a drawer, `Close` of a door, `TurnOn` / `TurnOff` of the
+stove → `fixtures`. A milestone is achieved when the measured state says so (the grasp; the
+goal atom by our `libero_*` predicates).
 """
 
 from __future__ import annotations
@@ -27,19 +29,23 @@ from mango.sim.libero.client import LiberoTask
 from mango.sim.libero.fixtures import drawer_drop, needs_full_opening, pull_open, work_joint
 from mango.sim.libero.geometry import (
     box,
+    lay_axis,
     overhang_escape,
     path_top,
     plan_grasp,
     plan_release,
+    push_stand_off,
     too_flat_to_grasp,
 )
-from mango.sim.libero.hand import CLOSE, HOLD, OPEN, Hand, orientation_error, servo
+from mango.sim.libero.hand import CLOSE, DOWN, HOLD, OPEN, Hand, orientation_error, servo
 from mango.sim.libero.plan import Milestone, Skill, plan_goal
 from mango.sim.libero.world import world_state
 
 SETTLE_STEPS = 10  # LeRobot's / openpi's LIBERO harness: no-op steps while objects settle
 MAX_GRASP_TRIES = 3
 MAX_PUT_TRIES = 2
+UP = np.array([0.0, 0.0, 1.0])
+LAY_TILT = float(np.radians(35.0))  # a laid body's base this far below level, see _lay
 CARRY_STEP = 0.03  # m per step of OSC goal ahead while carrying: faster shakes a rim grasp loose
 def _up(p: np.ndarray, dz: float) -> np.ndarray:
     return np.asarray(p, dtype=float) + np.array([0.0, 0.0, dz])
@@ -165,10 +171,15 @@ class LiberoExpert:
                 return True
             self._fail(place, "the goal atom does not hold after pushing")
             return False
+        axis = lay_axis(self._facts, pick.subject, place.target or "")
+        closing = None if axis is None else np.cross(UP, axis)
         for _ in range(MAX_PUT_TRIES):
-            if not (yield from self._pick(pick)):
+            if not (yield from self._pick(pick, closing)):
                 return False
-            yield from self._place(place)
+            if axis is None:
+                yield from self._place(place)
+            else:
+                yield from self._lay(place, axis)
             place.attempts += 1
             if self.holds(atom):
                 place.achieved, place.t = True, self._t
@@ -176,12 +187,16 @@ class LiberoExpert:
         self._fail(place, "the goal atom does not hold after placing")
         return False
 
-    def _pick(self, m: Milestone) -> Skill:
+    def _pick(self, m: Milestone, closing: np.ndarray | None = None) -> Skill:
+        """Take `m.subject` (`geometry.plan_grasp`), the fingers closing along `closing`
+        instead of the grasp's own where given (a body to be turned about that axis)."""
         name = m.subject
         base_xy = np.asarray(self._facts["robot"]["base"][:2], dtype=float)
         for _ in range(self.max_grasp_tries):
             m.attempts += 1
             g = plan_grasp(self._facts, name, base_xy)
+            if closing is not None:
+                g = replace(g, closing=closing)
             top = float(box(self._facts, name)[1][2])
             yield from self._rise_to(max(top + 0.08, g.point[2] + 0.08), OPEN)
             yield from self._move(_up(g.point, 0.08), OPEN, g.closing, tol=0.01)
@@ -189,8 +204,10 @@ class LiberoExpert:
             yield from self._grip(CLOSE, 10, g.closing)
             escape = overhang_escape(self._facts, name)
             if escape is not None and self.grasped(name):  # drawn out from under first
+                # dragged over the table the body lags the hand: near enough is out
                 yield from self._move(self.hand.position + escape, CLOSE, g.closing,
-                                      tol=0.01, max_step=CARRY_STEP)
+                                      tol=0.015, max_step=CARRY_STEP,
+                                      max_steps=int(np.linalg.norm(escape) / 0.003) + 8)
             yield from self._move(_up(self.hand.position, 0.06), CLOSE, g.closing,
                                   tol=0.01, max_steps=20, max_step=0.015)
             if self.grasped(name):
@@ -202,13 +219,12 @@ class LiberoExpert:
 
     def _push(self, push: Milestone, place: Milestone) -> Skill:
         """Slide a flat body over the table until its reference point is on the release
-        point: the closed fingers behind it, pushing along the line to the target, set again
-        behind it when it has turned off that line."""
+        point: the closed fingers behind it (`geometry.push_stand_off`), pushing along the
+        line to the target, set again behind it when it has turned off that line."""
         name = push.subject
         r = plan_release(self._facts, name, place.target or "", self._table)
         atom = (place.relation or "on", name, place.target or "")
         lo, hi = box(self._facts, name)
-        radius = float(np.max(hi[:2] - lo[:2])) / 2.0
         z = float(lo[2]) + 0.012
         push.attempts = place.attempts = 1
         for _ in range(4):  # set behind it, push; again when it slides off the line
@@ -218,7 +234,7 @@ class LiberoExpert:
                 break
             d = np.array([*(err / np.linalg.norm(err)), 0.0])
             across = np.cross([0.0, 0.0, 1.0], d)
-            behind = pos - d * (radius + 0.025)
+            behind = pos - d * push_stand_off(self._facts, name, r.xy)
             yield from self._rise_to(float(hi[2]) + 0.06, CLOSE)
             yield from self._move(np.array([*behind[:2], float(hi[2]) + 0.06]), CLOSE, across)
             yield from self._move(np.array([*behind[:2], z]), CLOSE, across, tol=0.008,
@@ -264,23 +280,83 @@ class LiberoExpert:
                 break
             yield servo(h, np.array([*(h.position[:2] + err), carry]), CLOSE, closing,
                         max_step=CARRY_STEP)
-        # down until it touches the target (or its floor), or the hand is held up
-        last = []
+        yield from self._lower(name, r.xy, r.touch, r.surface, closing)
+        yield from self._grip(OPEN, 8)
+        yield from self._move(_up(self.hand.position, 0.10), OPEN, tol=0.02, max_steps=25)
+        return True
+
+    def _lower(self, name: str, xy: np.ndarray, touch: frozenset[str], floor: float,
+               closing: np.ndarray | None, pointing: np.ndarray = DOWN) -> Skill:
+        """Lower the held body, its reference point kept over `xy`, until it touches one of
+        `touch`, its bottom reaches `floor`, or the hand is held up by what is below."""
+        last: list[float] = []
         for _ in range(120):
             h = self.hand
             lo = box(self._facts, name)[0]
-            touching = any(name in pair and (set(pair) - {name}) & r.touch
+            touching = any(name in pair and (set(pair) - {name}) & touch
                            for pair in map(tuple, self._facts["contacts"]))
-            if touching or lo[2] <= r.surface + 0.004:
+            if touching or lo[2] <= floor + 0.004:
                 break
             last.append(h.position[2])
             if len(last) > 10 and last[-8] - last[-1] < 0.002:  # held up by what is below
                 break
             pos = np.asarray(self._facts["objects"][name]["position"], dtype=float)
-            xy = h.position[:2] + (r.xy - pos[:2])
-            yield servo(h, np.array([*xy, h.position[2] - 0.01]), CLOSE, closing, max_step=0.01)
-        yield from self._grip(OPEN, 8)
-        yield from self._move(_up(self.hand.position, 0.10), OPEN, tol=0.02, max_steps=25)
+            target = np.array([*(h.position[:2] + (xy - pos[:2])), h.position[2] - 0.01])
+            yield servo(h, target, CLOSE, closing, max_step=0.01, pointing=pointing)
+        return True
+
+    def _lay(self, m: Milestone, axis: np.ndarray) -> Skill:
+        """Lay the held body down along `axis` (`geometry.lay_axis`): lifted clear of what
+        is on the way with it still hanging, the hand turned to point along `axis`, tilted
+        `LAY_TILT` down (the body then lies along it, its reference point, LIBERO's body
+        origin, ahead of the hand),
+        carried until that point is over the region's centre shifted half the region's
+        length along `axis`, lowered until it touches the region's parent, released; the hand
+        backs out along the body."""
+        name, target = m.subject, m.target or ""
+        region = self._facts["regions"][target]
+        centre = np.asarray(region["position"], dtype=float)
+        reach = float(np.abs(np.asarray(region["half_extent"], dtype=float)) @ np.abs(axis))
+        goal = centre[:2] + axis[:2] * reach / 2.0
+        closing = np.cross(UP, axis)
+        # the hand points down the axis at LAY_TILT below level: a Panda reaching forward
+        # with its hand level cannot come down near its own shoulder's height
+        tilt = axis * np.cos(LAY_TILT) - UP * np.sin(LAY_TILT)
+        lo = box(self._facts, name)[0]
+        pos = np.asarray(self._facts["objects"][name]["position"], dtype=float)
+        hang = self.hand.position[2] - lo[2]
+        # turned where it was taken, hanging clear of what is round it; then carried low
+        yield from self._rise_to(path_top(self._facts, pos, pos, hang, name) + hang + 0.03,
+                                 CLOSE, CARRY_STEP)
+        yield from self._move(self.hand.position, CLOSE, closing, tol=0.02, max_steps=40,
+                              max_step=CARRY_STEP, pointing=tilt)
+        lo = box(self._facts, name)[0]
+        pos = np.asarray(self._facts["objects"][name]["position"], dtype=float)
+        length = float(np.linalg.norm(pos[:2] - self.hand.position[:2]))
+        over = path_top(self._facts, pos, np.array([*goal, 0.0]), length, name)
+        carry = over + (self.hand.position[2] - lo[2]) + 0.03
+        seen: list[np.ndarray] = []
+        for _ in range(120):
+            if not self.grasped(name):
+                return False
+            h = self.hand
+            pos = np.asarray(self._facts["objects"][name]["position"], dtype=float)
+            err = goal - pos[:2]
+            if np.linalg.norm(err) < 0.008 and abs(h.position[2] - carry) < 0.02:
+                break
+            seen.append(h.position)
+            # over the goal but the turned arm goes no lower: lowered from where it is
+            if (np.linalg.norm(err) < 0.015 and len(seen) > 10
+                    and np.linalg.norm(seen[-8] - seen[-1]) < 0.003):
+                break
+            yield servo(h, np.array([*(h.position[:2] + err), carry]), CLOSE, closing,
+                        max_step=CARRY_STEP, pointing=tilt)
+        yield from self._lower(name, goal, frozenset({region["parent"]}), -np.inf, closing,
+                               tilt)
+        yield from self._grip(OPEN, 8, closing, pointing=tilt)
+        yield from self._move(self.hand.position - axis * 0.08 + UP * 0.03, OPEN, closing,
+                              tol=0.02, max_steps=25, pointing=tilt)
+        yield from self._move(_up(self.hand.position, 0.08), OPEN, tol=0.02, max_steps=25)
         return True
 
     # ------------------------------------------------------------------------ fixtures

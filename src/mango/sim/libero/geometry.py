@@ -17,6 +17,10 @@ HAND_OPENING = 0.07  # m: what the fingers close around with room to spare (they
 RIM_INSET = 0.012  # m: the grip point inside a rim's outer edge
 OUTER_FINGER = 0.03  # m: the outer finger beyond the rim, for the clearance test
 PAD_BELOW_TOP = 0.035  # m: how deep under a body's top the pads close at most
+PUSH_BEHIND = 0.025  # m: the closed fingers this far behind a pushed body's edge
+FINGER_ROOM = 0.015  # m: the closed fingers' half thickness and a margin
+PALM_HALF = 0.11  # m: the Panda hand's half length along the closing axis, with a margin
+PALM_ABOVE = 0.05  # m: how far above the fingertips the palm starts
 
 
 def too_flat_to_grasp(facts: dict[str, Any], name: str) -> bool:
@@ -176,3 +180,91 @@ def overhang_escape(facts: dict[str, Any], name: str) -> np.ndarray | None:
             step[axis] = np.sign(away[axis] or 1.0) * (overlap[axis] + 0.02)
             move = step if move is None or np.linalg.norm(step) > np.linalg.norm(move) else move
     return None if move is None else np.array([*move, 0.0])
+
+
+def _standing_boxes(facts: dict[str, Any], name: str,
+                    above: float = 0.01) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Boxes of the bodies (objects and fixtures) whose top rises more than `above` over
+    `name`'s bottom: what a hand pushing `name` over the table can run into (the table
+    itself does not rise)."""
+    floor = float(box(facts, name)[0][2]) + above
+    out = []
+    for other, o in facts["objects"].items():
+        if other == name or not o["box"]:
+            continue
+        lo, hi = box(facts, other)
+        if hi[2] > floor:
+            out.append((lo, hi))
+    return out
+
+
+def _room(p: np.ndarray, boxes: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    return min((_gap(p, a, b) for a, b in boxes), default=np.inf)
+
+
+def hand_fits(p: np.ndarray, across: np.ndarray, low: list[tuple[np.ndarray, np.ndarray]],
+              tall: list[tuple[np.ndarray, np.ndarray]]) -> bool:
+    """Whether the closed hand can stand at `p` (xy) down at the table, its fingers closing
+    along `across`: the fingers clear of every standing body, the palm (a bar `PALM_HALF`
+    each way along `across`, `PALM_ABOVE` over the tips) clear of the bodies tall enough to
+    reach it. Robosuite 1.4's Panda hand (`robosuite/models/assets/grippers/
+    panda_gripper.xml`: the `hand_collision` mesh `meshes/panda_gripper/hand.stl`, turned
+    like the fingers) spans ±0.10 m along the fingers' sliding axis (`finger_joint1/2`), and
+    its underside is about 4 cm above the fingertips (the fingers hang from z = 0.0524 m,
+    tips 0.056 m further; the mesh ends at z = 0.066 m)."""
+    p = np.asarray(p, dtype=float)[:2]
+    if _room(p, low) < FINGER_ROOM:
+        return False
+    u = np.asarray(across, dtype=float)[:2]
+    return all(_room(p + s * u, tall) >= FINGER_ROOM
+               for s in np.linspace(-PALM_HALF, PALM_HALF, 9))
+
+
+def push_stand_off(facts: dict[str, Any], name: str, goal_xy: np.ndarray) -> float:
+    """How far behind a pushed body's reference point (away from `goal_xy`) the closed
+    fingers go down: just beyond its edge (`PUSH_BEHIND`) when the hand fits there
+    (`hand_fits`); else inside its rim, the fingertips on its floor dragging it by the rim's
+    inner side (a plate wedged between a bowl and a cabinet leaves no room beside it)."""
+    pos = np.asarray(facts["objects"][name]["position"][:2], dtype=float)
+    d = np.asarray(goal_xy, dtype=float)[:2] - pos
+    n = float(np.linalg.norm(d))
+    lo, hi = box(facts, name)
+    radius = float(np.max(hi[:2] - lo[:2])) / 2.0
+    outside = radius + PUSH_BEHIND
+    if n < 1e-6:
+        return outside
+    d /= n
+    low = _standing_boxes(facts, name)
+    tall = _standing_boxes(facts, name, 0.012 + PALM_ABOVE)
+    if hand_fits(pos - d * outside, np.array([-d[1], d[0]]), low, tall):
+        return outside
+    return radius - 2.0 * RIM_INSET
+
+
+def lay_axis(facts: dict[str, Any], name: str, target: str) -> np.ndarray | None:
+    """The horizontal axis to lay `name` down along in the region `target`, or None when it
+    goes in standing. A long body (at least twice as tall as it is wide) goes down lying when
+    the region is a strip on a fixture narrower than the body stands wide but long enough for
+    a good part of its length: LIBERO's wine rack's `top_region` is such a strip along the
+    rack's sloping shelf, against the shelf's stopper (`libero/.../turbosquid_objects/
+    wine_rack/wine_rack.xml`: the `top_region` site, 0.10 x 0.022 half sizes), where a bottle
+    standing on its base topples. The axis points away from the robot's base, the way the
+    hand reaches."""
+    region = facts["regions"].get(target)
+    if region is None or region["joints"] or region["parent"] not in facts["objects"]:
+        return None
+    lo, hi = box(facts, name)
+    width = float(np.max(hi[:2] - lo[:2]))
+    height = float(hi[2] - lo[2])
+    half = np.abs(np.asarray(region["half_extent"], dtype=float))[:2]
+    long_side = int(np.argmax(half))
+    if height < 2.0 * width or 2.0 * half[1 - long_side] >= width \
+            or 2.0 * half[long_side] < 0.6 * height:
+        return None
+    axis = np.zeros(3)
+    axis[long_side] = 1.0
+    base = np.asarray(facts["robot"]["base"][:2], dtype=float)
+    away = np.asarray(region["position"][:2], dtype=float) - base
+    if float(away @ axis[:2]) < 0:
+        axis = -axis
+    return axis
