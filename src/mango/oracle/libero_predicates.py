@@ -12,11 +12,15 @@ rate wants LIBERO's rules instead, which these mirror, read from Lifelong-Robot-
 - `libero_turnon` / `libero_turnoff`: `FlatStove.turn_on` (q >= 0.5) / `turn_off` (q < 0.0) on
   the knob's joint when the state has one (`flat_stove_1_knob`), else the device's `on` flag.
 - `libero_in`: `predicates/base_predicates.py` `In` = container touches the object and holds
-  its centre; a site's box (`envs/objects/site_object.py` `in_box`: strictly inside its
-  extents, the lower z bound lowered by 0.01 m; sites "touch" everything).
+  its centre; a site's box (`envs/objects/site_object.py` `in_box`: strictly inside
+  `|R @ size|` about the site, R its rotation, the lower z bound lowered by 0.01 m; sites
+  "touch" everything).
 - `libero_up`: `Up(a)` = a's reference point (body origin) at z >= 1.0 m, in the world.
-- `libero_on`: `On(a, b)` = `b.check_ontop(a)`: for a site, `SiteObject.under` (a's centre
-  between b's top - 0.005 m and b's top + 0.10 m above b's centre, within b's xy extents) and,
+- `libero_on`: `On(a, b)` = `b.check_ontop(a)`: for a site, `SiteObject.under` (with
+  d = R @ (a's centre - b's centre), R the site's rotation as LIBERO multiplies it, not its
+  transpose: d_z between the half height - 0.005 m and the half height + 0.10 m, |d_x|, |d_y|
+  within the half sizes; so a tilted site, the wine rack's sloping shelf, is read in its own
+  frame) and,
   for a site of an object or fixture, that entity touching a; for an object, b's centre not
   above a's, contact, and the centres' xy distance under 0.03 m.
 """
@@ -127,12 +131,28 @@ def _centre(v: StateView, name: str) -> tuple[float, float, float]:
     return ent.position
 
 
+def _site(v: StateView, name: str) -> tuple[tuple[float, float, float], list[list[float]]]:
+    """A region's half sizes in its own frame and its rotation (site frame -> world)."""
+    ent = v.objects[name]
+    size = ent.size or (0.0, 0.0, 0.0)
+    half = (size[0] / 2, size[1] / 2, size[2] / 2)
+    w, x, y, z = ent.orientation or (1.0, 0.0, 0.0, 0.0)
+    rot = [[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+           [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+           [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]]
+    return half, rot
+
+
 def p_libero_in(v: StateView, a: str, r: str) -> bool:
     x, y, z = _centre(v, a)
+    if v.objects[r].kind == "region":  # a site touches everything (its check_contact)
+        half, rot = _site(v, r)
+        cx, cy, cz = v.objects[r].position
+        ext = [abs(sum(rot[i][k] * half[k] for k in range(3))) for i in range(3)]
+        return (cx - ext[0] < x < cx + ext[0] and cy - ext[1] < y < cy + ext[1]
+                and cz - ext[2] - SITE_IN_Z_RELAX < z < cz + ext[2])
     b = v.box(r)
     inside = b[0] < x < b[3] and b[1] < y < b[4] and b[2] - SITE_IN_Z_RELAX < z < b[5]
-    if v.objects[r].kind == "region":
-        return inside  # a site touches everything (SiteObjectState.check_contact)
     return inside and p_incontact(v, r, a)
 
 
@@ -141,11 +161,11 @@ def p_libero_on(v: StateView, a: str, b: str) -> bool:
     bx, by, bz = _centre(v, b)
     ent = v.objects[b]
     if ent.kind == "region":
-        size = ent.size or (0.0, 0.0, 0.0)
-        hx, hy, hz = size[0] / 2, size[1] / 2, size[2] / 2
-        dz = az - bz
+        (hx, hy, hz), rot = _site(v, b)
+        rel = (ax - bx, ay - by, az - bz)
+        dx, dy, dz = (sum(rot[i][k] * rel[k] for k in range(3)) for i in range(3))
         over = hz - SITE_ON_BELOW < dz < hz + SITE_ON_ABOVE
-        if not (over and abs(ax - bx) < hx and abs(ay - by) < hy):
+        if not (over and abs(dx) < hx and abs(dy) < hy):
             return False
         parent = ent.parent
         if parent is None or parent not in v.objects or v.objects[parent].kind == "surface":

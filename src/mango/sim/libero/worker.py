@@ -284,6 +284,7 @@ class Worker:
 
     def op_facts(self) -> dict[str, Any]:
         """What a spec §3 world state is built from, read the way LIBERO reads it."""
+        import mujoco
         import numpy as np
 
         inner = self._need_env().env
@@ -310,10 +311,16 @@ class Worker:
         for name, site in inner.object_sites_dict.items():
             pos = data.get_site_xpos(name)
             mat = data.get_site_xmat(name)
+            quat = np.zeros(4)
+            mujoco.mju_mat2Quat(quat, np.asarray(mat, dtype=float).reshape(9))
             regions[name] = {
                 "position": [float(x) for x in pos],
                 # SiteObject.in_box's box: |R @ size| about the site (its own approximation)
                 "half_extent": [float(x) for x in np.abs(mat @ np.asarray(site.size))],
+                # the site itself (`SiteObject.under` measures in its frame): its half sizes
+                # and its orientation in the world (w, x, y, z)
+                "size": [float(x) for x in site.size],
+                "orientation": [float(x) for x in quat],
                 "parent": site.parent_name,
                 "joints": list(site.joints or []),
             }

@@ -8,8 +8,8 @@ reads them all), the stove as a device.
 - An entity's `position` is LIBERO's reference point (`body_xpos`, what its predicates read);
   `size` is twice the largest distance of its collision geometry from that point along each
   body axis, so the box holds the geometry.
-- A region's box is the one `SiteObject.in_box` tests: `|R @ size|` about the site,
-  axis-aligned in the world frame (no orientation).
+- A region is LIBERO's site itself: its own box (twice the site's `size`) and its
+  orientation; `libero_in` / `libero_on` read it as `SiteObject.in_box` / `under` do.
 - Joints: `q` is LIBERO's joint position; `q_closed` = 0 and `q_open` = the far end of the
   class's `default_open_ranges` (`default_turnon_ranges` for the stove's knob), so openness
   times `q_open` is LIBERO's q; `open_frac` / `closed_frac` are the class's own `is_open` /
@@ -63,7 +63,10 @@ def world_state(
     for name, r in facts["regions"].items():
         objects[name] = {
             "position": r["position"],
-            "size": [2 * h for h in r["half_extent"]],
+            # the site's own box, turned by its orientation (LIBERO's predicates read a site in
+            # its own frame: `libero_predicates`)
+            "orientation": r["orientation"],
+            "size": [2 * h for h in r["size"]],
             "kind": "region",
             **({"parent": r["parent"]} if r["parent"] in objects else {}),
         }
