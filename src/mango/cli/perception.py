@@ -102,6 +102,7 @@ def _detect_libero(phrases: list[str], scene: str, seed: int, backend: str, came
     camera (`front` = agentview, `wrist` = robot0_eye_in_hand, or LIBERO's own name), the
     `sim` backend on LIBERO's segmentation and depth, phrases grounded in the task's BDDL."""
     from mango.bddl.libero_oracle import scene_task
+    from mango.cli.sim import name_libero_option
     from mango.errors import InputError
     from mango.perception.base import phrases_problem
     from mango.perception.libero_frames import libero_camera, libero_rgbd
@@ -126,10 +127,7 @@ def _detect_libero(phrases: list[str], scene: str, seed: int, backend: str, came
         be = SimSegmentationBackend.for_task(sc.name, scene_task(task.bddl))
         result = be.detect(frame, phrases, max_results)
     except InputError as exc:
-        if exc.field in ("suite", "task", "init", "camera", "width", "height"):
-            exc.field = {"suite": "--scene", "task": "--scene", "init": "--seed"}.get(
-                exc.field, f"--{exc.field}")
-        _fail(str(exc), 2)
+        _fail(str(name_libero_option(exc)), 2)
     except LiberoRuntimeError as exc:
         _fail(str(exc), 1)
     return {"detections": [d.to_json() for d in result.detections],

@@ -189,7 +189,15 @@ def run(
     _summary(Console(quiet=quiet), result, trace, labels_path, video)
 
 
-_LIBERO_OPTIONS = {"suite": "--scene", "task": "--scene", "init": "--seed"}
+_LIBERO_OPTIONS = {"suite": "--scene", "task": "--scene", "init": "--seed", "camera": "--camera",
+                   "width": "--width", "height": "--height"}
+
+
+def name_libero_option(exc: InputError) -> InputError:
+    """LIBERO's process names the argument of its request it refused: name the command's
+    option instead (`--scene`, `--seed`, ...)."""
+    exc.field = _LIBERO_OPTIONS.get(exc.field or "", exc.field)
+    return exc
 
 
 def _run_libero(scene: str, seed: int, trace: Path, labels: Path | None, states: Path | None,
@@ -231,9 +239,7 @@ def _run_libero(scene: str, seed: int, trace: Path, labels: Path | None, states:
         if states is not None:
             write_states(states, ep)
     except InputError as exc:
-        # LIBERO's process names the argument of its request it refused: name our option
-        exc.field = _LIBERO_OPTIONS.get(exc.field or "", exc.field)
-        _fail(exc)
+        _fail(name_libero_option(exc))
     except LiberoRuntimeError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(1) from None

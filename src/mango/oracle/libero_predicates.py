@@ -30,6 +30,9 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
+
+from mango.geometry import quat_to_mat
 from mango.oracle.predicates import EvaluationError, StateView, p_incontact
 
 # LIBERO's fully open joint position per category (the far end of `default_open_ranges`)
@@ -131,16 +134,11 @@ def _centre(v: StateView, name: str) -> tuple[float, float, float]:
     return ent.position
 
 
-def _site(v: StateView, name: str) -> tuple[tuple[float, float, float], list[list[float]]]:
+def _site(v: StateView, name: str) -> tuple[np.ndarray, np.ndarray]:
     """A region's half sizes in its own frame and its rotation (site frame -> world)."""
     ent = v.objects[name]
-    size = ent.size or (0.0, 0.0, 0.0)
-    half = (size[0] / 2, size[1] / 2, size[2] / 2)
-    w, x, y, z = ent.orientation or (1.0, 0.0, 0.0, 0.0)
-    rot = [[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-           [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-           [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]]
-    return half, rot
+    half = np.asarray(ent.size or (0.0, 0.0, 0.0), float) / 2
+    return half, quat_to_mat(ent.orientation or (1.0, 0.0, 0.0, 0.0))
 
 
 def p_libero_in(v: StateView, a: str, r: str) -> bool:
@@ -148,7 +146,7 @@ def p_libero_in(v: StateView, a: str, r: str) -> bool:
     if v.objects[r].kind == "region":  # a site touches everything (its check_contact)
         half, rot = _site(v, r)
         cx, cy, cz = v.objects[r].position
-        ext = [abs(sum(rot[i][k] * half[k] for k in range(3))) for i in range(3)]
+        ext = np.abs(rot @ half)
         return (cx - ext[0] < x < cx + ext[0] and cy - ext[1] < y < cy + ext[1]
                 and cz - ext[2] - SITE_IN_Z_RELAX < z < cz + ext[2])
     b = v.box(r)
@@ -162,8 +160,7 @@ def p_libero_on(v: StateView, a: str, b: str) -> bool:
     ent = v.objects[b]
     if ent.kind == "region":
         (hx, hy, hz), rot = _site(v, b)
-        rel = (ax - bx, ay - by, az - bz)
-        dx, dy, dz = (sum(rot[i][k] * rel[k] for k in range(3)) for i in range(3))
+        dx, dy, dz = rot @ np.array((ax - bx, ay - by, az - bz))
         over = hz - SITE_ON_BELOW < dz < hz + SITE_ON_ABOVE
         if not (over and abs(dx) < hx and abs(dy) < hy):
             return False
